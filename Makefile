@@ -1,0 +1,45 @@
+# keel — the two commands a newcomer needs:
+#   make serve   set up, build, and serve a model over HTTP (MODEL=path.gguf to choose one)
+#   make test    set up, build, and run every test
+# Others: make build, make run, make sanitize-test (ASan+UBSan), make fuzz, make bench.
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+MODEL ?=
+PROMPT ?= Once upon a time
+
+.PHONY: setup configure build test run serve sanitize-test fuzz bench clean
+
+setup:
+	./scripts/setup.sh
+
+configure: setup
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE soak
+
+run: build
+	./$(BUILD)/keel run -m $(if $(MODEL),$(MODEL),../shared/models/stories260K.gguf) -p "$(PROMPT)" -n 64
+
+# Sanitizer build: the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+SAN_LABELS ?= core|gguf|tensor|kv
+sanitize-test: setup
+	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_SANITIZE=ON -DKEEL_BUILD_BENCH=OFF
+	cmake --build build-san -j $(JOBS)
+	ctest --test-dir build-san --output-on-failure -j $(JOBS) -L '$(SAN_LABELS)' -LE soak
+
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_FUZZ=ON -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
+	mkdir -p build-fuzz/corpus && cp ../shared/models/*.gguf ../shared/reference/*/model.gguf build-fuzz/corpus/ 2>/dev/null; true
+	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -rss_limit_mb=4096 build-fuzz/corpus
+
+bench: build
+	./$(BUILD)/bench/keel_bench_kernels
+
+clean:
+	rm -rf $(BUILD) build-san build-fuzz

@@ -1,0 +1,33 @@
+// MappedFile — a read-only memory map of a whole file. Opening a multi-GB file maps it;
+// it does not read it. Movable, not copyable; the mapping lives as long as the object.
+// Thread-safe for concurrent reads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace keel {
+
+class MappedFile {
+ public:
+  // Throws keel::Error(kIo) naming the path and the OS reason.
+  explicit MappedFile(const std::string& path);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void reset();
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace keel
