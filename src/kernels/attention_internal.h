@@ -1,0 +1,40 @@
+// Shared pieces of the attention paths (not part of the public kernels API).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention.h"
+
+namespace keel::kernels::detail {
+
+// Visible key positions [lo, hi] of a query at pos (lo > hi: none).
+struct KeyRange {
+  int64_t lo = 0, hi = -1;
+  bool empty() const { return lo > hi; }
+};
+KeyRange visible_keys(const kv::KvLayerView& v, int64_t pos);
+
+// Pointer to the f32 K (or V) row of key position p, kv head h: directly into the page for
+// f32, else dequantized into scratch. nullptr when the page is not held.
+const float* k_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch);
+const float* v_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch);
+
+// One (query row, kv head) unit of work: the `group` query heads sharing kv head `kvh`.
+struct HeadGroupTask {
+  const kv::KvLayerView* view;
+  const float* q;  // first query head of the group, heads contiguous (head_dim_k apart)
+  float* out;      // first output head of the group (head_dim_v apart)
+  int64_t kvh;
+  int64_t group;
+  int64_t first_head;  // index of the group's first query head (for sinks)
+  KeyRange keys;
+};
+
+float score(const float* q, const float* k, int64_t d, const AttentionParams& p);
+
+// Fill t.out ([group][head_dim_v]); return false (and write zeros) when no key was held.
+bool attend_plain(const HeadGroupTask& t, const AttentionParams& p);
+bool attend_flash(const HeadGroupTask& t, const AttentionParams& p);
+
+}  // namespace keel::kernels::detail

@@ -1,0 +1,46 @@
+// Matrix products of a weight matrix in its stored type by f32 activations.
+//
+// WeightMatrix is a non-owning view (usually into a GGUF mapping): n_out rows of n_in
+// elements of `type`, row r at data + r * row_stride. It is valid as long as the memory
+// it points to.
+//
+// matmul(): y[r][o] = dot(W row o, x[r]) for r < n_rows, o < n_out.
+//   x: [n_rows][n_in] f32, y: [n_rows][n_out] f32 (must not alias x).
+// Batch invariance: each weight row is dequantized (tensor::dequantize_row, the scalar
+// reference) into a per-thread scratch row and dotted with every batch row by dot_f32, so
+// y[r][o] is computed by the same operations whatever n_rows is. Work is split across
+// output rows only (never across the reduction), so thread count does not matter either.
+// Thread-safety: concurrent calls on distinct outputs are safe; `pool` is driven by the
+// caller's thread (nullptr runs inline).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/types.h"
+
+namespace keel {
+class ThreadPool;
+}
+
+namespace keel::kernels {
+
+struct WeightMatrix {
+  tensor::DType type = tensor::DType::kF32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;       // elements per row (the reduction dimension)
+  int64_t n_out = 0;      // rows
+  size_t row_stride = 0;  // bytes between rows (tensor::row_bytes(type, n_in) when packed)
+
+  // A view of `n_out` packed rows; throws keel::Error(kInvalidArgument) when n_in is not a
+  // multiple of the type's block size.
+  static WeightMatrix packed(tensor::DType type, const void* data, int64_t n_in, int64_t n_out);
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
+};
+
+// Dequantizes weight row r into dst[n_in] (a plain copy for f32).
+void weight_row(const WeightMatrix& w, int64_t r, float* dst);
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
+
+}  // namespace keel::kernels
