@@ -8,10 +8,16 @@
 // allocate more than a small multiple of the file's size.
 //
 // Thread-safety: a GgufFile is immutable after construction; concurrent reads are safe.
-// Ownership: tensor data pointers point into the mapping and live as long as the GgufFile.
+// Ownership: tensor data pointers point into the mapping (or the in-memory image) and live
+// as long as the GgufFile; moving a GgufFile keeps them valid.
+//
+// Format accepted: GGUF versions 2 and 3, little-endian, 64-bit counts. Limits beyond the
+// file size: tensors have 1..kMaxDims dimensions, each >= 1; arrays nest at most
+// kMaxArrayDepth deep; general.alignment is a uint32 power of two.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +29,10 @@
 #include "tensor/types.h"
 
 namespace keel::gguf {
+
+inline constexpr int kMaxDims = 4;        // tensor dimensions (as ggml)
+inline constexpr int kMaxArrayDepth = 8;  // an array's elements may be arrays, this deep
+inline constexpr uint64_t kDefaultAlignment = 32;
 
 // GGUF metadata value types, with their on-disk codes.
 enum class ValueType : uint32_t {
@@ -94,6 +104,8 @@ struct Value {
   std::vector<int64_t> as_int_array() const;
   std::vector<double> as_float_array() const;
 
+  // Deep equality of type and contents; floats compare by bit pattern, so a NaN read back
+  // equals the NaN written.
   bool operator==(const Value& other) const;
   std::string to_string(size_t max_items = 8) const;  // for printing
 };
@@ -113,12 +125,19 @@ class GgufFile {
  public:
   // Opens and validates. Throws keel::Error (kIo or kInvalidFile).
   explicit GgufFile(const std::string& path);
+  // Parses an in-memory image with the same routine (fuzzing, replay tests); `name` stands
+  // in for the path in messages. Throws keel::Error(kInvalidFile).
+  GgufFile(std::string name, std::vector<uint8_t> bytes);
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return name_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
-  uint64_t file_size() const { return file_.size(); }
+  uint64_t file_size() const { return size_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
@@ -138,9 +157,15 @@ class GgufFile {
   const TensorInfo* find_tensor(const std::string& name) const;  // nullptr when absent
 
  private:
-  MappedFile file_;
+  void parse();  // the one parse routine behind both constructors
+
+  std::optional<MappedFile> file_;  // set when opened from a path
+  std::vector<uint8_t> image_;      // set when parsed from memory
+  std::string name_;
+  const uint8_t* base_ = nullptr;   // the whole file's bytes: file_ or image_
+  size_t size_ = 0;
   uint32_t version_ = 0;
-  uint64_t alignment_ = 32;
+  uint64_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::map<std::string, size_t> metadata_index_;
@@ -150,22 +175,39 @@ class GgufFile {
 
 // Writing. Collect metadata and tensors, then write(); tensors are laid out in the order
 // added, each aligned to `general.alignment` (default 32). Version 3, little-endian.
+// Not thread-safe. What it writes, GgufFile reads back identically (same metadata by
+// operator==, same tensor bytes).
 class GgufWriter {
  public:
-  void set(const std::string& key, Value value);  // replaces an existing key, keeps order
+  // Fills dst[0, n_bytes) with a tensor's data; called once per write(), tensor by
+  // tensor, so a multi-GB model never has to be in memory at once.
+  using TensorFill = std::function<void(uint8_t* dst, size_t n_bytes)>;
+
+  // Replaces an existing key, keeps order. general.alignment must be a uint32 power of
+  // two: throws keel::Error(kInvalidArgument) otherwise.
+  void set(const std::string& key, Value value);
   // Adds a tensor; data must hold exactly tensor::row_bytes(type, shape[0]) * rows bytes.
-  // Throws keel::Error(kInvalidArgument) on a duplicate name or a size mismatch.
+  // Throws keel::Error(kInvalidArgument) on a duplicate name, a bad shape (1..kMaxDims
+  // dims, each >= 1, shape[0] a multiple of the block size) or a size mismatch.
   void add_tensor(const std::string& name, tensor::DType type, std::vector<int64_t> shape,
                   std::vector<uint8_t> data);
-  // Writes the file (atomically via a temporary + rename). Throws keel::Error(kIo).
+  // Streaming form: `fill` provides the bytes at write time (same checks, minus the size).
+  void add_tensor(const std::string& name, tensor::DType type, std::vector<int64_t> shape,
+                  TensorFill fill);
+  // Writes the file (atomically via a temporary + rename). Throws keel::Error(kIo), or
+  // kInvalidArgument for a Value whose type does not match its contents; an exception
+  // from a fill function propagates, and no file (nor temporary) is left behind.
   void write(const std::string& path) const;
+
+  size_t tensor_count() const { return tensors_.size(); }
 
  private:
   struct PendingTensor {
     std::string name;
     tensor::DType type;
     std::vector<int64_t> shape;
-    std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    TensorFill fill;
   };
   std::vector<std::pair<std::string, Value>> metadata_;
   std::vector<PendingTensor> tensors_;
