@@ -4,11 +4,16 @@
 // guide recommends once a final answer was given).
 #include "chat/renderers.h"
 #include "chat/turns.h"
+#include "core/error.h"
 
 namespace keel::chat::detail {
 namespace {
 
 std::string system_block(const HarmonyOptions& h) {
+  if (h.reasoning_effort != "low" && h.reasoning_effort != "medium" && h.reasoning_effort != "high") {
+    throw Error(ErrorCode::kInvalidArgument, "chat: harmony reasoning_effort '" + h.reasoning_effort +
+                                                 "' is not one of low, medium, high");
+  }
   std::string s = "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n";
   s += "Knowledge cutoff: " + h.knowledge_cutoff + "\n";
   if (!h.current_date.empty()) s += "Current date: " + h.current_date + "\n";

@@ -83,6 +83,11 @@ TemplateChoice detect_template(std::string_view t) {
   return {kFallbackFamily, false};
 }
 
+TemplateChoice choose_template(std::string_view name_override, std::string_view jinja) {
+  if (!name_override.empty()) return {family_from_name(name_override), true};
+  return detect_template(jinja);
+}
+
 std::string render_chat(ChatFamily family, std::span<const Message> messages, const RenderOptions& options) {
   if (messages.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "chat: the conversation has no messages");

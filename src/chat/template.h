@@ -35,8 +35,9 @@
 //  - Role alternation is not enforced (the families' Jinja templates raise on it; serving a
 //    slightly unusual conversation beats refusing it).
 //
-// Contract: render_chat() throws keel::Error(kInvalidArgument) for an empty conversation;
-// pure functions, thread-safe.
+// Contract: render_chat() throws keel::Error(kInvalidArgument) for an empty conversation
+// and for a harmony reasoning_effort other than low/medium/high; pure functions,
+// thread-safe.
 #pragma once
 
 #include <span>
@@ -82,8 +83,12 @@ struct TemplateChoice {
 // substrings (special tokens and spacing). Empty or unknown → {kFallbackFamily, false}.
 TemplateChoice detect_template(std::string_view jinja);
 
+// What the server does at start-up: a --chat-template name wins (recognised = true; an
+// unknown name throws as family_from_name does), else detection from the GGUF's template.
+TemplateChoice choose_template(std::string_view name_override, std::string_view jinja);
+
 struct HarmonyOptions {
-  std::string reasoning_effort = "medium";  // low | medium | high
+  std::string reasoning_effort = "medium";  // low | medium | high (else kInvalidArgument)
   std::string knowledge_cutoff = "2024-06";
   std::string current_date;                 // "YYYY-MM-DD"; empty omits the line
 };

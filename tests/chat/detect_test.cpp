@@ -120,6 +120,15 @@ TEST(DetectTemplate, UnknownOrMissingFallsBackToChatMLWithWarningFlag) {
   }
 }
 
+TEST(ChooseTemplate, NameOverridesDetectionElseDetects) {
+  const std::string llama3 = "{{ '<|start_header_id|>' + role + '<|end_header_id|>' }}";
+  EXPECT_EQ(choose_template("gemma", llama3).family, ChatFamily::kGemma);
+  EXPECT_TRUE(choose_template("gemma", "").recognised);
+  EXPECT_EQ(choose_template("", llama3).family, ChatFamily::kLlama3);
+  EXPECT_FALSE(choose_template("", "no markers here").recognised);
+  EXPECT_THROW(choose_template("nope", llama3), Error);
+}
+
 TEST(FamilyNames, RoundTripAndAliases) {
   for (ChatFamily f : {ChatFamily::kLlama2, ChatFamily::kLlama3, ChatFamily::kChatML, ChatFamily::kGemma,
                        ChatFamily::kMistralV1, ChatFamily::kMistralV3, ChatFamily::kMistralV3Tekken,

@@ -119,6 +119,12 @@ TEST(RenderChat, HarmonyWithoutInstructionsOrDateHasNoDeveloperMessage) {
             "<|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant");
 }
 
+TEST(RenderChat, HarmonyRejectsUnknownReasoningEffort) {
+  RenderOptions o;
+  o.harmony.reasoning_effort = "extreme";
+  EXPECT_THROW(render_chat(ChatFamily::kHarmony, kConversation, o), Error);
+}
+
 TEST(RenderChat, GenerationPromptIsOptional) {
   const std::vector<Message> msgs = {{Role::kUser, "Hi", ""}};
   RenderOptions o;
