@@ -25,13 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/request.h"
+#include "engine/request_spec.h"
 
 namespace keel::engine {
-
-// Full definition lives with the implementation (engine/request_spec.h): prompt tokens,
-// sampling parameters (sampling module), max tokens, stop strings, logprobs, deadline.
-struct Request;
 
 struct EngineOptions {
   int32_t n_parallel = 1;      // slots (--parallel)
@@ -53,7 +51,44 @@ struct EngineStats {
   int64_t cancellations = 0, isolated_failures = 0;
   int64_t kv_pages_used = 0, kv_pages_cached = 0, kv_pages_total = 0;
   int64_t empty_attention_rows = 0;
-  std::vector<double> step_seconds_buckets;  // histogram (see engine/metrics)
+  // Step-time histogram: step_seconds_buckets[i] counts steps that took at most
+  // step_seconds_bounds()[i] seconds (cumulative, Prometheus style); the last bucket is
+  // +Inf and equals steps.
+  std::vector<double> step_seconds_buckets;
+  double step_seconds_sum = 0;
+  int64_t steps = 0, failed_steps = 0;
+  int64_t faults_injected = 0;
+};
+
+// Upper bounds (seconds) of the step-time histogram's finite buckets.
+const std::vector<double>& step_seconds_bounds();
+
+class Engine {
+ public:
+  // Takes the backend (model + KV cache + tokenizer) and starts the engine thread.
+  // Throws keel::Error(kInvalidArgument) for out-of-range options.
+  Engine(std::unique_ptr<Backend> backend, const EngineOptions& options);
+  ~Engine();  // shutdown(0): cancels what is still running, joins
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues. Throws keel::Error(kInvalidArgument) for a bad request (empty
+  // prompt, prompt not shorter than the context, token id out of the vocabulary, bad
+  // sampling parameters, empty stop string), kBusy when n_parallel + max_queue requests
+  // are already in flight or the engine is shutting down.
+  RequestHandle submit(Request request);
+
+  EngineStats stats() const;
+  const EngineOptions& options() const { return options_; }
+
+  // Stops accepting, lets in-flight requests finish for up to `timeout`, then cancels the
+  // rest (each gets its Finish event) and joins the engine thread. Idempotent.
+  void shutdown(std::chrono::milliseconds timeout);
+
+ private:
+  struct Impl;
+  EngineOptions options_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace keel::engine

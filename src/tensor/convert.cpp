@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "tensor/quant_internal.h"
 #include "tensor/types.h"
 
 namespace keel::tensor {
@@ -70,6 +71,7 @@ void store_halves(const float* src, void* dst, int64_t n, uint16_t (*conv)(float
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
   check_row(type, src, dst, n, "dequantize_row");
+  const int64_t nb = n / traits(type).block_size;
   switch (type) {
     case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::kF16: load_halves(src, dst, n, fp16_to_fp32); return;
@@ -79,7 +81,19 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kI16: load_plain<int16_t>(src, dst, n); return;
     case DType::kI32: load_plain<int32_t>(src, dst, n); return;
     case DType::kI64: load_plain<int64_t>(src, dst, n); return;
-    default: break;
+    case DType::kQ4_0: detail::dequantize_q4_0(src, dst, nb); return;
+    case DType::kQ4_1: detail::dequantize_q4_1(src, dst, nb); return;
+    case DType::kQ5_0: detail::dequantize_q5_0(src, dst, nb); return;
+    case DType::kQ5_1: detail::dequantize_q5_1(src, dst, nb); return;
+    case DType::kQ8_0: detail::dequantize_q8_0(src, dst, nb); return;
+    case DType::kQ8_1: detail::dequantize_q8_1(src, dst, nb); return;
+    case DType::kQ2_K: detail::dequantize_q2_k(src, dst, nb); return;
+    case DType::kQ3_K: detail::dequantize_q3_k(src, dst, nb); return;
+    case DType::kQ4_K: detail::dequantize_q4_k(src, dst, nb); return;
+    case DType::kQ5_K: detail::dequantize_q5_k(src, dst, nb); return;
+    case DType::kQ6_K: detail::dequantize_q6_k(src, dst, nb); return;
+    case DType::kQ8_K: detail::dequantize_q8_k(src, dst, nb); return;
+    case DType::kMXFP4: detail::dequantize_mxfp4(src, dst, nb); return;
   }
   throw Error(ErrorCode::kUnsupported, std::string("dequantize_row: type ") + dtype_name(type) +
                                            ": no reference conversion");
@@ -87,6 +101,7 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
 
 void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   check_row(type, src, dst, n, "quantize_row");
+  const int64_t nb = n / traits(type).block_size;
   switch (type) {
     case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::kF16: store_halves(src, dst, n, fp32_to_fp16); return;
@@ -103,7 +118,19 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     case DType::kI16: store_int<int16_t>(src, dst, n); return;
     case DType::kI32: store_int<int32_t>(src, dst, n); return;
     case DType::kI64: store_int<int64_t>(src, dst, n); return;
-    default: break;
+    case DType::kQ4_0: detail::quantize_q4_0(src, dst, nb); return;
+    case DType::kQ4_1: detail::quantize_q4_1(src, dst, nb); return;
+    case DType::kQ5_0: detail::quantize_q5_0(src, dst, nb); return;
+    case DType::kQ5_1: detail::quantize_q5_1(src, dst, nb); return;
+    case DType::kQ8_0: detail::quantize_q8_0(src, dst, nb); return;
+    case DType::kQ8_1: detail::quantize_q8_1(src, dst, nb); return;
+    case DType::kQ2_K: detail::quantize_q2_k(src, dst, nb); return;
+    case DType::kQ3_K: detail::quantize_q3_k(src, dst, nb); return;
+    case DType::kQ4_K: detail::quantize_q4_k(src, dst, nb); return;
+    case DType::kQ5_K: detail::quantize_q5_k(src, dst, nb); return;
+    case DType::kQ6_K: detail::quantize_q6_k(src, dst, nb); return;
+    case DType::kQ8_K: detail::quantize_q8_k(src, dst, nb); return;
+    case DType::kMXFP4: detail::quantize_mxfp4(src, dst, nb); return;
   }
   throw Error(ErrorCode::kUnsupported, std::string("quantize_row: type ") + dtype_name(type) +
                                            ": no reference conversion");

@@ -1,0 +1,460 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "core/error.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "engine/batch_plan.h"
+#include "engine/channel.h"
+#include "engine/slot.h"
+
+namespace keel::engine {
+
+const std::vector<double>& step_seconds_bounds() {
+  static const std::vector<double> bounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                             0.1,   0.25,   0.5,   1.0,  2.5,   5.0, 10.0};
+  return bounds;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Job {
+  Request request;
+  std::shared_ptr<RequestChannel> channel;
+};
+
+// Everything the engine thread shares with callers (guarded by `mutex`). The engine never
+// sleeps while it has work, so a cancel needs no wake-up: it is seen at the next step.
+struct Shared {
+  std::mutex mutex;
+  std::condition_variable wake;     // the engine thread waits here
+  std::condition_variable drained;  // shutdown() waits here
+  std::deque<Job> queue;
+  int64_t active = 0;          // busy slots
+  bool accepting = true;
+  bool cancel_all = false;     // shutdown timed out: end everything
+  bool stop = false;           // exit once nothing is left
+  EngineStats stats;
+};
+
+void validate_options(const EngineOptions& o) {
+  auto bad = [](const std::string& what) { return Error(ErrorCode::kInvalidArgument, "engine options: " + what); };
+  if (o.n_parallel < 1) throw bad("n_parallel (--parallel) must be >= 1, got " + std::to_string(o.n_parallel));
+  if (o.n_ctx < 2) throw bad("n_ctx (--ctx) must be >= 2, got " + std::to_string(o.n_ctx));
+  if (o.batch_tokens < 1) throw bad("batch_tokens (--batch) must be >= 1, got " + std::to_string(o.batch_tokens));
+  if (o.max_queue < 0) throw bad("max_queue (--queue) must be >= 0, got " + std::to_string(o.max_queue));
+  if (o.n_keep < 0 || o.n_keep >= o.n_ctx / 2) {
+    throw bad("n_keep (--keep) must be in [0, n_ctx/2), got " + std::to_string(o.n_keep) +
+              " with n_ctx " + std::to_string(o.n_ctx));
+  }
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  Impl(std::unique_ptr<Backend> b, const EngineOptions& o)
+      : backend(std::move(b)), options(o), n_vocab(backend->n_vocab()), slots(o.n_parallel) {
+    shared->stats.step_seconds_buckets.assign(step_seconds_bounds().size() + 1, 0.0);
+  }
+
+  void run();
+  bool step();  // false when the engine should exit
+
+  // Engine-thread helpers.
+  void finish_job(Job& job, FinishReason reason, const std::string& error);
+  void admit(Job job);
+  void end_slot(Slot& slot, FinishReason reason, const std::string& error);
+  bool make_room(Slot& slot);
+  void fail_batch(const std::vector<SlotShare>& plan, const std::string& cause);
+  void check_cache(const char* when);
+  void record_step(double seconds, bool failed);
+
+  std::unique_ptr<Backend> backend;
+  const EngineOptions options;
+  const int32_t n_vocab;
+  std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+  std::atomic<uint64_t> next_id{1};
+  std::thread thread;
+  std::mutex join_mutex;
+
+  // Engine thread only.
+  std::vector<Slot> slots;
+  uint64_t admissions = 0;
+  uint64_t rotation = 0;
+  std::vector<float> logits;  // [n_want][n_vocab]
+};
+
+Engine::Engine(std::unique_ptr<Backend> backend, const EngineOptions& options) : options_(options) {
+  validate_options(options);
+  if (!backend) throw Error(ErrorCode::kInvalidArgument, "engine: no backend");
+  impl_ = std::make_unique<Impl>(std::move(backend), options);
+  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
+}
+
+Engine::~Engine() { shutdown(std::chrono::milliseconds(0)); }
+
+RequestHandle Engine::submit(Request request) {
+  auto invalid = [](const std::string& what) { return Error(ErrorCode::kInvalidArgument, what); };
+  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (n_prompt == 0) throw invalid("prompt is empty: at least one token is needed");
+  if (n_prompt >= options_.n_ctx) {
+    throw invalid("prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
+                  std::to_string(options_.n_ctx) +
+                  " (the prompt must leave room for at least one generated token)");
+  }
+  for (size_t i = 0; i < request.prompt.size(); ++i) {
+    int32_t t = request.prompt[i];
+    if (t < 0 || t >= impl_->n_vocab) {
+      throw invalid("prompt token " + std::to_string(i) + " has id " + std::to_string(t) +
+                    ", outside the vocabulary [0, " + std::to_string(impl_->n_vocab) + ")");
+    }
+  }
+  if (request.max_tokens == 0 || request.max_tokens < -1) {
+    throw invalid("max_tokens must be >= 1 (or -1 for no limit), got " + std::to_string(request.max_tokens));
+  }
+  for (const std::string& s : request.stop) {
+    if (s.empty()) throw invalid("stop strings must not be empty");
+  }
+  request.sampling.validate();
+  for (const auto& [token, bias] : request.sampling.logit_bias) {
+    if (token < 0 || token >= impl_->n_vocab) {
+      throw invalid("logit_bias token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                    std::to_string(impl_->n_vocab) + ")");
+    }
+  }
+
+  auto channel = std::make_shared<RequestChannel>(impl_->next_id.fetch_add(1));
+  Shared& s = *impl_->shared;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.accepting) throw Error(ErrorCode::kBusy, "engine is shutting down: request not accepted");
+    int64_t capacity = options_.n_parallel + options_.max_queue;
+    int64_t in_flight = static_cast<int64_t>(s.queue.size()) + s.active;
+    if (in_flight >= capacity) {
+      throw Error(ErrorCode::kBusy, "engine busy: " + std::to_string(s.active) + " requests running and " +
+                                        std::to_string(s.queue.size()) + " queued (--parallel " +
+                                        std::to_string(options_.n_parallel) + ", --queue " +
+                                        std::to_string(options_.max_queue) + ")");
+    }
+    s.queue.push_back(Job{std::move(request), channel});
+    s.stats.queue_depth = static_cast<int64_t>(s.queue.size());
+  }
+  s.wake.notify_all();
+  return RequestHandle(std::move(channel));
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->shared->mutex);
+  EngineStats out = impl_->shared->stats;
+  out.faults_injected = faults_injected();
+  return out;
+}
+
+void Engine::shutdown(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> join_lock(impl_->join_mutex);
+  if (!impl_->thread.joinable()) return;
+  Shared& s = *impl_->shared;
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.accepting = false;
+    s.drained.wait_for(lock, timeout, [&] { return s.queue.empty() && s.active == 0; });
+    s.cancel_all = true;
+    s.stop = true;
+  }
+  s.wake.notify_all();
+  impl_->thread.join();
+}
+
+void Engine::Impl::run() {
+  while (true) {
+    try {
+      if (!step()) return;
+    } catch (const std::exception& e) {
+      // step() handles every failure it expects; reaching here is a bug. End what is
+      // running rather than leave clients waiting, and keep serving.
+      log_error(std::string("engine: unexpected error outside a batch: ") + e.what());
+      for (Slot& slot : slots) {
+        if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("engine error: ") + e.what());
+      }
+    }
+  }
+}
+
+bool Engine::Impl::step() {
+  std::vector<std::pair<Job, FinishReason>> dropped;  // queued jobs that end unserved
+  std::vector<Job> admitted;
+  bool cancel_all = false;
+  {
+    Shared& s = *shared;
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.wake.wait(lock, [&] { return s.stop || !s.queue.empty() || s.active > 0; });
+    if (s.stop && s.queue.empty() && s.active == 0) return false;
+    cancel_all = s.cancel_all;
+    const auto now = Clock::now();
+    for (auto it = s.queue.begin(); it != s.queue.end();) {
+      std::optional<FinishReason> reason;
+      if (cancel_all || it->channel->cancel_requested()) {
+        reason = FinishReason::kCancelled;
+      } else if (it->request.deadline && now >= *it->request.deadline) {
+        reason = FinishReason::kDeadline;
+      }
+      if (reason) {
+        dropped.emplace_back(std::move(*it), *reason);
+        it = s.queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int64_t free_slots = static_cast<int64_t>(slots.size()) - s.active;
+    while (free_slots > 0 && !s.queue.empty()) {
+      admitted.push_back(std::move(s.queue.front()));
+      s.queue.pop_front();
+      --free_slots;
+      ++s.active;
+    }
+    s.stats.queue_depth = static_cast<int64_t>(s.queue.size());
+  }
+  for (auto& [job, reason] : dropped) finish_job(job, reason, "");
+  for (Job& job : admitted) admit(std::move(job));
+
+  // Cancellation and deadlines of running requests, at this step boundary.
+  const auto now = Clock::now();
+  for (Slot& slot : slots) {
+    if (!slot.busy()) continue;
+    if (cancel_all || slot.channel->cancel_requested()) {
+      end_slot(slot, FinishReason::kCancelled, "");
+    } else if (slot.request.deadline && now >= *slot.request.deadline) {
+      end_slot(slot, FinishReason::kDeadline, "");
+    } else if (slot.state == Slot::State::kGenerating) {
+      try {
+        if (!make_room(slot)) end_slot(slot, FinishReason::kLength, "");
+      } catch (const std::exception& e) {
+        end_slot(slot, FinishReason::kError, std::string("context shift failed: ") + e.what());
+        check_cache("after a failed context shift");
+      }
+    }
+  }
+
+  std::vector<SlotDemand> demands;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& slot = slots[i];
+    if (!slot.busy()) continue;
+    SlotDemand d;
+    d.slot = static_cast<int32_t>(i);
+    d.admitted = slot.admitted;
+    d.decoding = slot.state == Slot::State::kGenerating;
+    d.remaining = d.decoding ? 1 : slot.n_prompt - backend->length(slot.seq);
+    demands.push_back(d);
+  }
+  if (demands.empty()) return true;
+  std::vector<SlotShare> plan = plan_batch(demands, options.batch_tokens, rotation++);
+
+  // Shape: batch entries grouped per slot, positions consecutive from length(seq).
+  std::vector<BatchEntry> batch;
+  for (const SlotShare& share : plan) {
+    Slot& slot = slots[share.slot];
+    int64_t len = backend->length(slot.seq);
+    for (int64_t i = 0; i < share.n_tokens; ++i) {
+      int64_t pos = len + i;
+      bool last_prompt = slot.state == Slot::State::kPrefilling && pos == slot.n_prompt - 1;
+      bool want = slot.state == Slot::State::kGenerating || last_prompt;
+      batch.push_back({slot.tokens[static_cast<size_t>(pos)], pos, slot.seq, want});
+    }
+  }
+
+  const auto t0 = Clock::now();
+  try {
+    fault_point("engine.forward");
+    backend->forward(batch, &logits);
+  } catch (const std::exception& e) {
+    record_step(std::chrono::duration<double>(Clock::now() - t0).count(), true);
+    fail_batch(plan, e.what());
+    return true;
+  }
+
+  // Sample per slot, in plan order; a failure here is the slot's alone.
+  size_t row = 0;
+  for (const SlotShare& share : plan) {
+    Slot& slot = slots[share.slot];
+    bool want = slot.state == Slot::State::kGenerating ||
+                backend->length(slot.seq) == slot.n_prompt;
+    if (!want) continue;  // prefill continues next step
+    const float* row_ptr = logits.data() + row * static_cast<size_t>(n_vocab);
+    ++row;
+    std::optional<FinishReason> done;
+    try {
+      fault_point("engine.sample");
+      sampling::SampleResult sampled = slot.sampler->sample(std::span<const float>(row_ptr, n_vocab));
+      slot.state = Slot::State::kGenerating;
+      done = slot.accept_token(sampled, *backend);
+      // Without context shift the context bounds prompt + completion.
+      if (!done && !options.context_shift && static_cast<int64_t>(slot.tokens.size()) >= options.n_ctx) {
+        done = FinishReason::kLength;
+      }
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        ++shared->stats.isolated_failures;
+      }
+      end_slot(slot, FinishReason::kError, std::string("sampling failed: ") + e.what());
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      ++shared->stats.generated_tokens;
+    }
+    if (done) end_slot(slot, *done, "");
+  }
+  record_step(std::chrono::duration<double>(Clock::now() - t0).count(), false);
+  if (options.check_kv) check_cache("after a step");
+  return true;
+}
+
+void Engine::Impl::finish_job(Job& job, FinishReason reason, const std::string& error) {
+  Event done;
+  done.reason = reason;
+  done.error = error;
+  done.usage.prompt_tokens = static_cast<int64_t>(job.request.prompt.size());
+  job.channel->finish(std::move(done));
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  ++shared->stats.requests_finished[static_cast<int>(reason)];
+  if (reason == FinishReason::kCancelled) ++shared->stats.cancellations;
+  if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
+}
+
+void Engine::Impl::admit(Job job) {
+  auto it = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.busy(); });
+  // The caller reserved a slot (shared->active) for this job, so one is free.
+  Slot& slot = *it;
+  slot = Slot{};
+  slot.request = std::move(job.request);
+  slot.channel = std::move(job.channel);
+  slot.admitted = admissions++;
+  slot.tokens = slot.request.prompt;
+  slot.n_prompt = static_cast<int64_t>(slot.tokens.size());
+  slot.state = Slot::State::kPrefilling;
+  try {
+    fault_point("engine.admit");
+    slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
+    slot.sampler->accept(slot.tokens);
+    slot.decoder = backend->make_decoder();
+    slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
+    // Last: once open() returns, the slot owns a sequence that end_slot() releases.
+    Backend::Opened o = backend->open(slot.tokens, slot.n_prompt - 1);
+    slot.seq = o.seq;
+    slot.n_cached = o.reused;
+  } catch (const std::exception& e) {
+    // No sequence to release: finish here with end_slot's bookkeeping.
+    Job failed{std::move(slot.request), std::move(slot.channel)};
+    slot = Slot{};
+    {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      --shared->active;
+      ++shared->stats.isolated_failures;
+    }
+    finish_job(failed, FinishReason::kError, std::string("admission failed: ") + e.what());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  shared->stats.prompt_tokens += slot.n_prompt;
+  shared->stats.cached_tokens += slot.n_cached;
+}
+
+void Engine::Impl::end_slot(Slot& slot, FinishReason reason, const std::string& error) {
+  slot.finish(reason, error);
+  // Keep what was computed: a retry of the same prompt (a client that disconnected
+  // during a long prefill) is then served from the cache.
+  try {
+    int64_t len = backend->length(slot.seq);
+    if (!slot.shifted && len > 0) {
+      backend->publish(slot.seq, std::span<const int32_t>(slot.tokens.data(), static_cast<size_t>(len)));
+    }
+  } catch (const std::exception& e) {
+    log_warn(std::string("engine: could not cache the prefix of request ") +
+             std::to_string(slot.channel->id()) + ": " + e.what());
+  }
+  try {
+    backend->release(slot.seq);
+  } catch (const std::exception& e) {
+    log_error(std::string("engine: releasing the sequence of request ") + std::to_string(slot.channel->id()) +
+              " failed: " + e.what());
+    check_cache("after a failed release");
+  }
+  slot = Slot{};
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  --shared->active;
+  ++shared->stats.requests_finished[static_cast<int>(reason)];
+  if (reason == FinishReason::kCancelled) ++shared->stats.cancellations;
+  if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
+}
+
+// Makes room for the next decode token at the end of the context: a context shift when
+// enabled, else false (the caller finishes with kLength).
+bool Engine::Impl::make_room(Slot& slot) {
+  int64_t len = backend->length(slot.seq);
+  if (len < options.n_ctx) return true;
+  if (!options.context_shift) return false;
+  int64_t n_keep = std::min<int64_t>(options.n_keep, len - 1);
+  int64_t n_discard = (len - n_keep) / 2;
+  backend->shift(slot.seq, n_keep, n_discard);
+  slot.tokens.erase(slot.tokens.begin() + n_keep, slot.tokens.begin() + n_keep + n_discard);
+  slot.shifted = true;
+  return true;
+}
+
+void Engine::Impl::fail_batch(const std::vector<SlotShare>& plan, const std::string& cause) {
+  log_warn("engine: step failed, failing " + std::to_string(plan.size()) + " request(s): " + cause);
+  {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->stats.isolated_failures += static_cast<int64_t>(plan.size());
+  }
+  for (const SlotShare& share : plan) {
+    Slot& slot = slots[share.slot];
+    if (slot.busy()) end_slot(slot, FinishReason::kError, "step failed: " + cause);
+  }
+  check_cache("after a failed step");
+}
+
+void Engine::Impl::check_cache(const char* when) {
+  try {
+    backend->check_invariants();
+  } catch (const std::exception& e) {
+    // The cache is inconsistent: nothing running can be trusted. Fail every request
+    // rather than serve wrong output (end_slot does not re-check, so no recursion).
+    log_error(std::string("engine: KV cache invariant violated ") + when + ": " + e.what());
+    for (Slot& slot : slots) {
+      if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("KV cache invariant violated: ") + e.what());
+    }
+  }
+}
+
+void Engine::Impl::record_step(double seconds, bool failed) {
+  KvUsage kv = backend->kv_usage();
+  int64_t empty_rows = backend->empty_attention_rows();
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  EngineStats& st = shared->stats;
+  const auto& bounds = step_seconds_bounds();
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (seconds <= bounds[i]) st.step_seconds_buckets[i] += 1;
+  }
+  st.step_seconds_buckets.back() += 1;
+  st.step_seconds_sum += seconds;
+  ++st.steps;
+  if (failed) ++st.failed_steps;
+  st.slots_busy = shared->active;
+  st.kv_pages_used = kv.pages_used;
+  st.kv_pages_cached = kv.pages_cached;
+  st.kv_pages_total = kv.pages_total;
+  st.empty_attention_rows = empty_rows;
+}
+
+}  // namespace keel::engine

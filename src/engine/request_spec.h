@@ -1,0 +1,33 @@
+// Request — everything a caller tells the engine about one generation.
+//
+// Contract:
+//  - A plain value type, filled on the caller's (HTTP) thread and moved into
+//    Engine::submit(), which validates it there (prompt length vs context, sampling
+//    ranges, stop strings) and throws keel::Error(kInvalidArgument) naming the field.
+//  - Tokens are already tokenized (BOS included when the model wants one); the engine
+//    never tokenizes.
+//  - The deadline is absolute (steady clock): past it the engine finishes the request
+//    with reason kDeadline at the next step boundary, whether it is queued or running.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/params.h"
+
+namespace keel::engine {
+
+struct Request {
+  std::vector<int32_t> prompt;        // token ids; non-empty, shorter than the context
+  sampling::SamplingParams sampling;  // includes seed and top_logprobs
+  int32_t max_tokens = -1;            // completion tokens; -1 = until stop / context end
+  std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
+  bool logprobs = false;              // report each token's logprob (+ top_logprobs alternatives)
+  bool ignore_eos = false;            // keep going past end-of-generation tokens
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+}  // namespace keel::engine

@@ -1,0 +1,57 @@
+#include "engine/slot.h"
+
+#include <utility>
+
+namespace keel::engine {
+
+std::optional<FinishReason> Slot::accept_token(const sampling::SampleResult& sampled,
+                                               const Backend& backend) {
+  int32_t token = sampled.token;
+  tokens.push_back(token);
+  sampler->accept(token);
+  ++n_generated;
+  if (!request.ignore_eos && backend.is_end_of_generation(token)) return FinishReason::kStop;
+
+  pending.tokens.push_back(token);
+  if (request.logprobs) {
+    TokenLogprob lp;
+    lp.token = token;
+    lp.text = backend.token_piece(token);
+    lp.logprob = sampled.logprob;
+    for (const sampling::TokenLogprob& alt : sampled.top) lp.top.emplace_back(alt.token, alt.logprob);
+    pending.logprobs.push_back(std::move(lp));
+  }
+  take_text(decoder->push(token));
+  if (stop->stopped()) return FinishReason::kStop;
+  if (request.max_tokens >= 0 && n_generated >= request.max_tokens) return FinishReason::kLength;
+  if (!pending.text.empty()) send_pending();
+  return std::nullopt;
+}
+
+void Slot::take_text(const std::string& text) {
+  if (text.empty() || stop->stopped()) return;
+  pending.text += stop->push(text).emit;
+}
+
+void Slot::send_pending() {
+  if (pending.text.empty() && pending.tokens.empty()) return;
+  channel->push(std::exchange(pending, Event{}));
+}
+
+void Slot::finish(FinishReason reason, const std::string& error) {
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength ||
+      reason == FinishReason::kDeadline) {
+    take_text(decoder->finish());
+    if (!stop->stopped()) pending.text += stop->flush();
+    send_pending();
+  }
+  Event done;
+  done.reason = reason;
+  done.error = error;
+  done.usage.prompt_tokens = n_prompt;
+  done.usage.completion_tokens = n_generated;
+  done.usage.cached_tokens = n_cached;
+  channel->finish(std::move(done));
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,54 @@
+#include "engine_test_util.h"
+
+#include <gtest/gtest.h>
+
+namespace keel::engine::test {
+
+Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit) {
+  Outcome out;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::optional<Event> ev = handle.next(std::chrono::milliseconds(50));
+    if (!ev) continue;
+    if (ev->kind == Event::Kind::kDelta) {
+      out.tokens.insert(out.tokens.end(), ev->tokens.begin(), ev->tokens.end());
+      out.text += ev->text;
+      out.logprobs.insert(out.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+      continue;
+    }
+    ++out.finishes;
+    out.reason = ev->reason;
+    out.error = ev->error;
+    out.usage = ev->usage;
+    break;
+  }
+  EXPECT_EQ(out.finishes, 1) << "request did not finish within the limit";
+  // After the Finish nothing more may come, and the handle says so at once.
+  while (handle.next(std::chrono::milliseconds(0))) ++out.events_after;
+  EXPECT_EQ(out.events_after, 0);
+  EXPECT_TRUE(handle.finished());
+  return out;
+}
+
+Request make_request(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t seed, float temperature) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.seed = seed;
+  r.sampling.temperature = temperature;
+  return r;
+}
+
+std::vector<int32_t> random_prompt(uint64_t seed, size_t n, int32_t n_vocab) {
+  std::vector<int32_t> p;
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    p.push_back(2 + static_cast<int32_t>(s % static_cast<uint64_t>(n_vocab - 2)));
+  }
+  return p;
+}
+
+}  // namespace keel::engine::test

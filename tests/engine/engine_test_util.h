@@ -1,0 +1,35 @@
+// Helpers for engine tests: collecting a request's events and running requests solo.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "fake_backend.h"
+
+namespace keel::engine::test {
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason reason = FinishReason::kError;
+  std::string error;
+  Usage usage;
+  int finishes = 0;       // must be exactly 1
+  int events_after = 0;   // events seen after the Finish (must be 0)
+  std::vector<TokenLogprob> logprobs;
+};
+
+// Reads events until the Finish (waiting at most `limit` in total), then checks that no
+// event follows it.
+Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+Request make_request(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t seed = 0,
+                     float temperature = 0.0f);
+
+// A prompt of n tokens from ids [2, n_vocab), seeded.
+std::vector<int32_t> random_prompt(uint64_t seed, size_t n, int32_t n_vocab);
+
+}  // namespace keel::engine::test
