@@ -116,21 +116,11 @@ TEST(Engine, QueueFullIsBusyAndTheQueueDrainsInOrder) {
   auto engine = make_engine(o, &fake);
   fake->eog_allowed = false;
   // Hold the engine inside its first forward until the queue is full.
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false, entered = false;
-  fake->on_forward = [&](std::span<const BatchEntry>) {
-    std::unique_lock<std::mutex> lock(m);
-    entered = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-  };
+  Gate gate;
+  gate.install(*fake);
   std::vector<RequestHandle> handles;
   handles.push_back(engine->submit(make_request({1, 2}, 3)));
-  {
-    std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return entered; });
-  }
+  gate.wait_entered();
   handles.push_back(engine->submit(make_request({1, 3}, 3)));
   handles.push_back(engine->submit(make_request({1, 4}, 3)));
   try {
@@ -141,11 +131,7 @@ TEST(Engine, QueueFullIsBusyAndTheQueueDrainsInOrder) {
     EXPECT_NE(std::string(e.what()).find("--queue 2"), std::string::npos) << e.what();
   }
   EXPECT_EQ(engine->stats().queue_depth, 2);
-  {
-    std::lock_guard<std::mutex> lock(m);
-    release = true;
-  }
-  cv.notify_all();
+  gate.open();
   for (RequestHandle& h : handles) EXPECT_EQ(collect(h).reason, FinishReason::kLength);
   // Room again.
   RequestHandle again = engine->submit(make_request({1, 5}, 3));
@@ -159,21 +145,13 @@ TEST(Engine, PollingWithTimeoutNeverCancels) {
   FakeBackend* fake = nullptr;
   auto engine = make_engine(EngineOptions{}, &fake);
   fake->eog_allowed = false;
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false;
-  fake->on_forward = [&](std::span<const BatchEntry>) {
-    std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return release; });
-  };
+  Gate gate;
+  gate.install(*fake);
   RequestHandle h = engine->submit(make_request({1, 2, 3}, 5));
+  gate.wait_entered();
   // Many timeouts while the engine is "inside a long prefill" (the incident's heartbeat).
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(h.next(std::chrono::milliseconds(1)).has_value());
-  {
-    std::lock_guard<std::mutex> lock(m);
-    release = true;
-  }
-  cv.notify_all();
+  gate.open();
   Outcome out = collect(h);
   EXPECT_EQ(out.reason, FinishReason::kLength);
   EXPECT_EQ(out.tokens.size(), 5u);

@@ -30,6 +30,28 @@ Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit) {
   return out;
 }
 
+void Gate::install(FakeBackend& fake) {
+  fake.on_forward = [this](std::span<const BatchEntry>) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+  };
+}
+
+void Gate::wait_entered() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return entered_; });
+}
+
+void Gate::open() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+  }
+  cv_.notify_all();
+}
+
 Request make_request(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t seed, float temperature) {
   Request r;
   r.prompt = std::move(prompt);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +30,21 @@ Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit = std::ch
 
 Request make_request(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t seed = 0,
                      float temperature = 0.0f);
+
+// Holds the engine thread inside FakeBackend::forward until open() — a long prefill
+// without a clock.
+class Gate {
+ public:
+  // Installs itself as fake.on_forward (replacing any hook).
+  void install(FakeBackend& fake);
+  void wait_entered();  // until the engine is inside forward
+  void open();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool entered_ = false, open_ = false;
+};
 
 // A prompt of n tokens from ids [2, n_vocab), seeded.
 std::vector<int32_t> random_prompt(uint64_t seed, size_t n, int32_t n_vocab);
