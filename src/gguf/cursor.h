@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,25 @@
 namespace keel::gguf::detail {
 
 static_assert(std::endian::native == std::endian::little, "keel reads GGUF on little-endian hosts");
+
+// A name for messages: quoted, control bytes escaped, cut at 64 bytes so a corrupt
+// multi-megabyte "name" cannot bloat an error message.
+inline std::string quoted(const std::string& s) {
+  constexpr size_t kMax = 64;
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > kMax) out += "...(" + std::to_string(s.size()) + " bytes)";
+  return out + "'";
+}
 
 class Cursor {
  public:

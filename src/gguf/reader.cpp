@@ -28,7 +28,7 @@ TensorInfo read_tensor_info(detail::Cursor& in) {
   size_t at = in.pos();
   t.name = in.read_string("tensor name");
   if (t.name.empty()) in.fail_at(at, "empty tensor name");
-  const std::string who = "tensor '" + t.name + "': ";
+  const std::string who = "tensor " + detail::quoted(t.name) + ": ";
 
   size_t dims_at = in.pos();
   uint32_t n_dims = in.read<uint32_t>("tensor n_dims");
@@ -107,11 +107,11 @@ void GgufFile::parse() {
     size_t key_at = in.pos();
     std::string key = in.read_string("metadata key");
     if (key.empty()) in.fail_at(key_at, "empty metadata key");
-    if (metadata_index_.count(key)) in.fail_at(key_at, "duplicate key '" + key + "'");
+    if (metadata_index_.count(key)) in.fail_at(key_at, "duplicate key " + detail::quoted(key));
     size_t type_at = in.pos();
     uint32_t code = in.read<uint32_t>("value type");
     if (!detail::is_known_value_type(code))
-      in.fail_at(type_at, "key '" + key + "': unknown value type " + std::to_string(code));
+      in.fail_at(type_at, "key " + detail::quoted(key) + ": unknown value type " + std::to_string(code));
     Value v = detail::read_value(in, static_cast<ValueType>(code), 0);
     if (key == "general.alignment") {
       if (v.type != ValueType::kUint32)
@@ -130,7 +130,7 @@ void GgufFile::parse() {
   for (uint64_t i = 0; i < n_tensors; ++i) {
     info_at.push_back(in.pos());
     TensorInfo t = read_tensor_info(in);
-    if (tensor_index_.count(t.name)) in.fail_at(info_at.back(), "duplicate tensor name '" + t.name + "'");
+    if (tensor_index_.count(t.name)) in.fail_at(info_at.back(), "duplicate tensor name " + detail::quoted(t.name));
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
@@ -145,7 +145,7 @@ void GgufFile::parse() {
   const uint64_t data_size = size_ - data_offset_;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     TensorInfo& t = tensors_[i];
-    const std::string who = "tensor '" + t.name + "': ";
+    const std::string who = "tensor " + detail::quoted(t.name) + ": ";
     if (t.offset % alignment_ != 0)
       in.fail_at(info_at[i], who + "data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                                  std::to_string(alignment_));
@@ -162,8 +162,8 @@ void GgufFile::parse() {
     const TensorInfo& prev = tensors_[order[k - 1]];
     const TensorInfo& cur = tensors_[order[k]];
     if (cur.offset < prev.offset + prev.n_bytes)
-      in.fail_at(info_at[order[k]], "tensor '" + cur.name + "': data at " + std::to_string(cur.offset) +
-                                        " overlaps tensor '" + prev.name + "' [" + std::to_string(prev.offset) +
+      in.fail_at(info_at[order[k]], "tensor " + detail::quoted(cur.name) + ": data at " + std::to_string(cur.offset) +
+                                        " overlaps tensor " + detail::quoted(prev.name) + " [" + std::to_string(prev.offset) +
                                         ", " + std::to_string(prev.offset + prev.n_bytes) + ")");
   }
 }
