@@ -1,23 +1,13 @@
 #include <algorithm>
 #include <queue>
 
-#include "core/utf8.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/encoders.h"
+#include "tokenizer/symbol_list.h"
 
 namespace keel::tokenizer {
 
 namespace {
-
-// A token in a doubly linked list over the word; merged-away symbols have id kNoToken
-// and len 0. A character outside the vocabulary keeps id kNoToken and never merges.
-struct Symbol {
-  TokenId id;
-  size_t begin;
-  size_t len;
-  int prev;
-  int next;
-};
 
 struct Bigram {
   int32_t rank;
@@ -47,27 +37,30 @@ class BpeWord {
         return;
       }
     }
-    split_characters();
+    symbols_ = split_characters(word_);
+    // ids_[i]: the token symbol i spells; kNoToken for a character outside the vocabulary
+    // (it never merges) and for merged-away symbols.
+    ids_.resize(symbols_.size());
+    for (size_t i = 0; i < symbols_.size(); ++i) {
+      ids_[i] = vocab_.find(word_.substr(symbols_[i].begin, symbols_[i].len));
+    }
     for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) try_queue(i - 1, i);
     while (!queue_.empty()) {
       const Bigram b = queue_.top();
       queue_.pop();
-      Symbol& l = symbols_[b.left];
-      Symbol& r = symbols_[b.right];
-      if (l.id != b.left_id || r.id != b.right_id || l.next != b.right || r.len == 0) continue;
-      l.id = b.result;
-      l.len += r.len;
-      r.len = 0;
-      r.id = kNoToken;
-      l.next = r.next;
-      if (r.next >= 0) symbols_[r.next].prev = b.left;
-      try_queue(l.prev, b.left);
-      try_queue(b.left, l.next);
+      if (ids_[b.left] != b.left_id || ids_[b.right] != b.right_id ||
+          symbols_[b.left].next != b.right || symbols_[b.right].len == 0) {
+        continue;
+      }
+      ids_[b.left] = b.result;
+      ids_[b.right] = kNoToken;
+      merge_with_next(symbols_, b.left);
+      try_queue(symbols_[b.left].prev, b.left);
+      try_queue(b.left, symbols_[b.left].next);
     }
     for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
-      const Symbol& s = symbols_[i];
-      if (s.id != kNoToken) {
-        out.push_back(s.id);
+      if (ids_[i] != kNoToken) {
+        out.push_back(ids_[i]);
       } else if (vocab_.special.unk != kNoToken) {
         out.push_back(vocab_.special.unk);
       }
@@ -75,20 +68,9 @@ class BpeWord {
   }
 
  private:
-  void split_characters() {
-    size_t pos = 0;
-    while (pos < word_.size()) {
-      const size_t n = std::min(utf8_char_length(word_[pos]), word_.size() - pos);
-      const int idx = static_cast<int>(symbols_.size());
-      symbols_.push_back({vocab_.find(word_.substr(pos, n)), pos, n, idx - 1,
-                          pos + n == word_.size() ? -1 : idx + 1});
-      pos += n;
-    }
-  }
-
   void try_queue(int left, int right) {
     if (left < 0 || right < 0) return;
-    const TokenId l = symbols_[left].id, r = symbols_[right].id;
+    const TokenId l = ids_[left], r = ids_[right];
     if (l == kNoToken || r == kNoToken) return;
     const auto m = vocab_.find_merge(l, r);
     if (!m) return;
@@ -97,7 +79,8 @@ class BpeWord {
 
   const Vocab& vocab_;
   std::string_view word_;
-  std::vector<Symbol> symbols_;
+  std::vector<TextSymbol> symbols_;
+  std::vector<TokenId> ids_;
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
 };
 

@@ -26,10 +26,10 @@ def ranges(pred):
     return out
 
 
-def emit_ranges(name, rs):
-    print(f'const CodePointRange {name}[] = {{')
+def emit_pairs(type_name, name, pairs):
+    print(f'const {type_name} {name}[] = {{')
     line = ' '
-    for a, b in rs:
+    for a, b in pairs:
         item = f' {{0x{a:X}, 0x{b:X}}},'
         if len(line) + len(item) > 96:
             print(line)
@@ -57,22 +57,13 @@ def main():
     print('#include "tokenizer/bert_tables.h"\n')
     print('namespace keel::tokenizer::bert_tables {\n')
     # Cc/Cf except tab/newline/carriage return, which BERT treats as whitespace.
+    emit_ranges = lambda name, rs: emit_pairs('CodePointRange', name, rs)
     emit_ranges('kControl', ranges(lambda cp: cat(cp) in ('Cc', 'Cf') and cp not in (9, 10, 13)))
     emit_ranges('kSpaceSeparator', ranges(lambda cp: cat(cp) == 'Zs'))
     emit_ranges('kPunctuation', ranges(lambda cp: cat(cp).startswith('P')))
     emit_ranges('kNonspacingMark', ranges(lambda cp: cat(cp) == 'Mn'))
     print('// Code points whose fold (lower, NFD, drop Mn) is one code point.')
-    print('const FoldSingle kFoldSingle[] = {')
-    line = ' '
-    for a, b in single:
-        item = f' {{0x{a:X}, 0x{b:X}}},'
-        if len(line) + len(item) > 96:
-            print(line)
-            line = ' '
-        line += item
-    print(line)
-    print('};')
-    print('const size_t kFoldSingle_size = sizeof(kFoldSingle) / sizeof(kFoldSingle[0]);\n')
+    emit_pairs('FoldSingle', 'kFoldSingle', single)
     print('// Code points whose fold is several code points (up to 3; 0 pads).')
     print('const FoldMulti kFoldMulti[] = {')
     for a, bs in multi:

@@ -1,20 +1,12 @@
 #include <algorithm>
 #include <queue>
 
-#include "core/utf8.h"
 #include "tokenizer/encoders.h"
+#include "tokenizer/symbol_list.h"
 
 namespace keel::tokenizer {
 
 namespace {
-
-// A run of text in a doubly linked list; merged-away symbols have len 0.
-struct Symbol {
-  size_t begin;
-  size_t len;
-  int prev;
-  int next;
-};
 
 struct Bigram {
   float score;
@@ -35,18 +27,15 @@ class SpmSession {
   SpmSession(const Vocab& vocab, std::string_view text) : vocab_(vocab), text_(text) {}
 
   void run(std::vector<TokenId>& out) {
-    split_characters();
+    symbols_ = split_characters(text_);
     for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) try_queue(i - 1, i);
     while (!queue_.empty()) {
       const Bigram b = queue_.top();
       queue_.pop();
-      Symbol& l = symbols_[b.left];
-      Symbol& r = symbols_[b.right];
+      const TextSymbol& l = symbols_[b.left];
+      const TextSymbol& r = symbols_[b.right];
       if (l.len == 0 || r.len == 0 || l.len + r.len != b.len || l.next != b.right) continue;
-      l.len += r.len;
-      r.len = 0;
-      l.next = r.next;
-      if (r.next >= 0) symbols_[r.next].prev = b.left;
+      merge_with_next(symbols_, b.left);
       try_queue(l.prev, b.left);
       try_queue(b.left, l.next);
     }
@@ -54,16 +43,6 @@ class SpmSession {
   }
 
  private:
-  void split_characters() {
-    size_t pos = 0;
-    while (pos < text_.size()) {
-      const size_t n = std::min(utf8_char_length(text_[pos]), text_.size() - pos);
-      const int idx = static_cast<int>(symbols_.size());
-      symbols_.push_back({pos, n, idx - 1, pos + n == text_.size() ? -1 : idx + 1});
-      pos += n;
-    }
-  }
-
   TokenId lookup(size_t begin, size_t len) const {
     const TokenId id = vocab_.find(text_.substr(begin, len));
     return id != kNoToken && is_ordinary(vocab_.types[id]) ? id : kNoToken;
@@ -71,14 +50,14 @@ class SpmSession {
 
   void try_queue(int left, int right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = symbols_[left];
+    const TextSymbol& l = symbols_[left];
     const size_t len = l.len + symbols_[right].len;
     const TokenId id = lookup(l.begin, len);
     if (id == kNoToken) return;
     queue_.push({vocab_.scores[id], left, right, len});
   }
 
-  void emit(const Symbol& s, std::vector<TokenId>& out) const {
+  void emit(const TextSymbol& s, std::vector<TokenId>& out) const {
     const TokenId id = lookup(s.begin, s.len);
     if (id != kNoToken) {
       out.push_back(id);
@@ -101,7 +80,7 @@ class SpmSession {
 
   const Vocab& vocab_;
   std::string_view text_;
-  std::vector<Symbol> symbols_;
+  std::vector<TextSymbol> symbols_;
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
 };
 
