@@ -37,7 +37,8 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;
 
   uint64_t seed = 0;           // the RNG stream; same seed → same draws on every platform
-  int32_t top_logprobs = 0;    // how many alternatives to report per token; >= 0
+  bool logprobs = false;       // report the chosen token's logprob (a pass over the vocabulary)
+  int32_t top_logprobs = 0;    // how many alternatives to report per token; >= 0; > 0 implies logprobs
 
   void validate() const;
 };

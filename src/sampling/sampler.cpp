@@ -1,5 +1,7 @@
 #include "sampling/sampler.h"
 
+#include <optional>
+
 namespace keel::sampling {
 namespace {
 
@@ -21,12 +23,21 @@ SampleResult Sampler::sample(std::span<const float> logits) {
                   {.repeat_penalty = params_.repeat_penalty,
                    .presence_penalty = params_.presence_penalty,
                    .frequency_penalty = params_.frequency_penalty});
+  const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
+  SampleResult result;
+  if (params_.temperature == 0.0f && params_.typical_p >= 1.0f && !want_logprobs) {
+    // top-k, top-p and min-p always keep the argmax, so greedy needs no candidate set.
+    result.token = argmax_unmasked(work_);
+    return result;
+  }
   collect_candidates(work_, &candidates_);
 
   // Logprobs describe the full (untruncated, untempered) distribution.
-  const LogprobTable table(candidates_);
-  SampleResult result;
-  if (params_.top_logprobs > 0) result.top = table.top(candidates_, params_.top_logprobs);
+  std::optional<LogprobTable> table;
+  if (want_logprobs) {
+    table.emplace(candidates_);
+    if (params_.top_logprobs > 0) result.top = table->top(candidates_, params_.top_logprobs);
+  }
 
   apply_top_k(&candidates_, params_.top_k);
   apply_typical_p(&candidates_, params_.typical_p);
@@ -36,7 +47,7 @@ SampleResult Sampler::sample(std::span<const float> logits) {
   result.token = params_.temperature == 0.0f
                      ? pick_greedy(candidates_)
                      : pick_sampled(candidates_, params_.temperature, rng_.uniform());
-  result.logprob = table.logprob_of(work_[static_cast<size_t>(result.token)]);
+  if (table) result.logprob = table->logprob_of(work_[static_cast<size_t>(result.token)]);
   return result;
 }
 

@@ -30,7 +30,7 @@ namespace keel::sampling {
 
 struct SampleResult {
   int32_t token = -1;
-  float logprob = 0.0f;              // of `token`, see sampling/logprobs.h for which distribution
+  float logprob = 0.0f;              // of `token` when asked for (sampling/logprobs.h), else 0
   std::vector<TokenLogprob> top;     // params.top_logprobs alternatives, most likely first
 };
 

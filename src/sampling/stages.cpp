@@ -16,6 +16,12 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float clamp_finite_above(float v) { return v > FLT_MAX ? FLT_MAX : v; }
 
+[[noreturn]] void throw_all_masked(size_t n_vocab) {
+  throw Error(ErrorCode::kInvalidArgument,
+              "sampling: every one of the " + std::to_string(n_vocab) +
+                  " tokens is masked (-inf after logit_bias and penalties); nothing can be sampled");
+}
+
 float max_logit(const CandidateSet& set) {
   if (set.sorted) return set.items.front().logit;
   float m = kNegInf;
@@ -72,11 +78,17 @@ void collect_candidates(std::span<const float> logits, CandidateSet* set) {
   for (size_t i = 0; i < logits.size(); ++i) {
     if (logits[i] > kNegInf) set->items.push_back({static_cast<int32_t>(i), logits[i]});
   }
-  if (set->items.empty()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "sampling: every one of the " + std::to_string(logits.size()) +
-                    " tokens is masked (-inf after logit_bias and penalties); nothing can be sampled");
+  if (set->items.empty()) throw_all_masked(logits.size());
+}
+
+int32_t argmax_unmasked(std::span<const float> logits) {
+  int64_t best = -1;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    // Strictly greater: the first (lowest id) of equal maxima wins.
+    if (logits[i] > kNegInf && (best < 0 || logits[i] > logits[best])) best = static_cast<int64_t>(i);
   }
+  if (best < 0) throw_all_masked(logits.size());
+  return static_cast<int32_t>(best);
 }
 
 void sort_candidates(CandidateSet* set) {
@@ -145,20 +157,69 @@ void apply_typical_p(CandidateSet* set, float p) {
   set->items = std::move(out);
 }
 
-void apply_top_p(CandidateSet* set, float p) {
-  if (p >= 1.0f || set->items.size() <= 1) return;
-  sort_candidates(set);
-  const std::vector<double> probs = candidate_probs(*set);
+namespace {
+
+// Keeps the canonical prefix of `items` (already in canonical order) whose mass first
+// reaches `target`; returns false if rounding left the target out of reach.
+bool keep_nucleus(std::vector<Candidate>* items, size_t prefix, double m, double target) {
   double cum = 0.0;
-  size_t keep = probs.size();
-  for (size_t i = 0; i < probs.size(); ++i) {
-    cum += probs[i];
-    if (cum >= p) {
-      keep = i + 1;
-      break;
+  for (size_t i = 0; i < prefix; ++i) {
+    cum += std::exp(static_cast<double>((*items)[i].logit) - m);
+    if (cum >= target) {
+      items->resize(i + 1);
+      return true;
     }
   }
-  set->items.resize(keep);
+  return false;
+}
+
+}  // namespace
+
+void apply_top_p(CandidateSet* set, float p) {
+  if (p >= 1.0f || set->items.size() <= 1) return;
+  auto& items = set->items;
+  const double m = max_logit(*set);
+  double lo = m;
+  for (const Candidate& c : items) lo = std::min(lo, static_cast<double>(c.logit));
+  // A histogram of probability mass by distance below the best logit finds how many
+  // top tokens the nucleus needs, so only those get sorted (a flat 150k-token row can
+  // need tens of thousands; a peaked one a handful). Buckets are monotone in the logit,
+  // so the tokens in buckets 0..B are exactly a canonical prefix of the full sort.
+  constexpr int kBuckets = 1024;
+  const double range = m - lo;
+  const auto bucket_of = [&](float logit) {
+    if (range <= 0.0) return 0;
+    return std::min(kBuckets - 1, static_cast<int>((m - static_cast<double>(logit)) / range * kBuckets));
+  };
+  std::vector<double> mass(kBuckets, 0.0);
+  double total = 0.0;
+  for (const Candidate& c : items) {
+    const double w = std::exp(static_cast<double>(c.logit) - m);
+    mass[bucket_of(c.logit)] += w;
+    total += w;
+  }
+  const double target = static_cast<double>(p) * total;
+  if (!set->sorted) {
+    int last = kBuckets - 1;
+    double cum = 0.0;
+    for (int b = 0; b < kBuckets; ++b) {
+      cum += mass[b];
+      if (cum >= target) {
+        last = b;
+        break;
+      }
+    }
+    const auto front_end = std::partition(items.begin(), items.end(),
+                                          [&](const Candidate& c) { return bucket_of(c.logit) <= last; });
+    std::sort(items.begin(), front_end, candidate_before);
+    if (keep_nucleus(&items, static_cast<size_t>(front_end - items.begin()), m, target)) {
+      set->sorted = true;
+      return;
+    }
+    sort_candidates(set);  // rounding: the bucket sums said yes, the walk said no
+  }
+  set->sorted = true;
+  keep_nucleus(&items, items.size(), m, target);  // not reached: keep every token
 }
 
 void apply_min_p(CandidateSet* set, float min_p) {

@@ -60,6 +60,11 @@ void apply_penalties(std::span<float> logits, const std::map<int32_t, int32_t>& 
 // Every token whose logit is > -inf, in id order (sorted = false).
 void collect_candidates(std::span<const float> logits, CandidateSet* set);
 
+// The unmasked token with the highest logit, lowest id among equals; the same token the
+// full chain picks at temperature 0 unless typical-p removed it. Throws like
+// collect_candidates when every token is masked.
+int32_t argmax_unmasked(std::span<const float> logits);
+
 // Sorts into canonical order if not already.
 void sort_candidates(CandidateSet* set);
 

@@ -172,6 +172,36 @@ TEST(Sampler, LogprobsAreOfTheBiasedUntruncatedUntemperedDistribution) {
   EXPECT_TRUE(none.sample(row).top.empty());
 }
 
+TEST(Sampler, LogprobsOnlyWhenAskedFor) {
+  const std::vector<float> row{1.0f, 2.0f};
+  SamplingParams p = greedy();
+  Sampler plain(p);
+  EXPECT_EQ(plain.sample(row).logprob, 0.0f);
+  p.logprobs = true;
+  Sampler asked(p);
+  const SampleResult r = asked.sample(row);
+  EXPECT_NEAR(r.logprob, 2.0 - std::log(std::exp(1.0) + std::exp(2.0)), 1e-6);
+  EXPECT_TRUE(r.top.empty());
+}
+
+TEST(Sampler, GreedyShortcutPicksWhatTheFullChainPicks) {
+  // Without logprobs, temperature 0 takes an argmax shortcut; with them, the full chain
+  // runs. Rows with many ties exercise the lowest-id rule through every truncation.
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<float> row = random_row(997, 500 + trial);
+    for (float& v : row) v = std::round(v);  // many equal maxima
+    SamplingParams p = greedy();
+    p.top_k = trial % 3 == 0 ? 0 : 5;
+    p.top_p = trial % 2 == 0 ? 1.0f : 0.3f;
+    p.min_p = trial % 5 == 0 ? 0.0f : 0.5f;
+    p.logit_bias = {{trial, -kInf}};
+    Sampler fast(p);
+    p.logprobs = true;
+    Sampler full(p);
+    EXPECT_EQ(fast.sample(row).token, full.sample(row).token) << trial;
+  }
+}
+
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
   SamplingParams p;
   p.temperature = 0.9f;

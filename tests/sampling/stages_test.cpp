@@ -1,5 +1,7 @@
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -125,6 +127,43 @@ TEST(TopP, KeepsSmallestPrefixReachingP) {
   EXPECT_EQ(run(1e-6f), (std::vector<int32_t>{0}));
 }
 
+TEST(TopP, PartialOrderingEqualsAFullSortReference) {
+  // Rows of odd sizes, some with many ties (coarse values), against a plain full sort.
+  uint64_t state = 99;
+  for (int size : {3, 257, 1001, 40000, 100003}) {
+    for (float step : {0.0f, 0.5f}) {
+      std::vector<float> row(size);
+      for (float& v : row) {
+        const float x = static_cast<float>(static_cast<double>(state = state * 6364136223846793005ULL + 1442695040888963407ULL) /
+                                           18446744073709551616.0 * 16.0 - 8.0);
+        v = step > 0 ? std::round(x / step) * step : x;
+      }
+      for (float p : {0.05f, 0.5f, 0.9f, 0.999f}) {
+        CandidateSet set = make_set(row);
+        double m = -kInf, total = 0.0;
+        for (const Candidate& c : set.items) m = std::max(m, static_cast<double>(c.logit));
+        for (const Candidate& c : set.items) total += std::exp(static_cast<double>(c.logit) - m);
+        std::vector<Candidate> ref = set.items;
+        std::sort(ref.begin(), ref.end(), candidate_before);
+        double cum = 0.0;
+        size_t keep = ref.size();
+        for (size_t i = 0; i < ref.size(); ++i) {
+          cum += std::exp(static_cast<double>(ref[i].logit) - m);
+          if (cum >= p * total) {
+            keep = i + 1;
+            break;
+          }
+        }
+        ref.resize(keep);
+        apply_top_p(&set, p);
+        ASSERT_EQ(set.items.size(), ref.size()) << size << " " << p;
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(set.items[i].id, ref[i].id);
+        EXPECT_TRUE(set.sorted);
+      }
+    }
+  }
+}
+
 TEST(MinP, KeepsTokensWithinFactorOfTheBest) {
   const auto run = [](float m) {
     CandidateSet set = make_set(four_way());
@@ -167,6 +206,13 @@ TEST(PickGreedy, LowestIdWinsTiesSortedOrNot) {
   EXPECT_EQ(pick_greedy(set), 1);
   sort_candidates(&set);
   EXPECT_EQ(pick_greedy(set), 1);
+}
+
+TEST(ArgmaxUnmasked, LowestIdOfTheMaximaSkippingMasked) {
+  EXPECT_EQ(argmax_unmasked(std::vector<float>{-kInf, 1.0f, 3.0f, 3.0f}), 2);
+  EXPECT_EQ(argmax_unmasked(std::vector<float>{-kInf, -FLT_MAX}), 1);
+  const std::vector<float> none(5, -kInf);
+  EXPECT_NE(error_message([&] { argmax_unmasked(none); }).find("masked"), std::string::npos);
 }
 
 TEST(PickSampled, WalksCumulativeWeights) {
