@@ -64,6 +64,7 @@ void apply_penalties(std::span<float> logits, const std::map<int32_t, int32_t>& 
   for (const auto& [id, count] : counts) {
     if (id < 0 || static_cast<size_t>(id) >= logits.size()) continue;
     float v = logits[id];
+    if (v == kNegInf) continue;  // masked stays masked (-inf - -inf would be NaN)
     if (options.repeat_penalty != 1.0f) {
       v = v > 0.0f ? v / options.repeat_penalty : v * options.repeat_penalty;
     }

@@ -88,6 +88,11 @@ TEST(Penalties, NeutralOptionsChangeNothingAndTinyPenaltyStaysFinite) {
   std::vector<float> big{FLT_MAX};
   apply_penalties(big, {{0, 1}}, {.repeat_penalty = 1e-30f});
   EXPECT_EQ(big[0], FLT_MAX);
+  // A negative penalty that overflows must neither unmask a banned token nor make NaN.
+  std::vector<float> banned{-kInf, 0.0f};
+  apply_penalties(banned, {{0, 3}, {1, 3}}, {.frequency_penalty = -FLT_MAX});
+  EXPECT_EQ(banned[0], -kInf);
+  EXPECT_EQ(banned[1], FLT_MAX);
 }
 
 TEST(Candidates, MaskedTokensAreDroppedAllMaskedIsAClearError) {
