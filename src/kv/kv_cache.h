@@ -62,7 +62,8 @@ struct KvOptions {
   int64_t max_tokens = 4096;  // capacity of the full-attention pool, in tokens (all seqs)
   int32_t max_sequences = 16;
   // Sliding groups keep this many positions below the window, so a truncate slightly
-  // below the length can still be served without recomputation.
+  // below the length can still be served without recomputation (a context shift moves
+  // rows across pages: keep at least page_tokens for shifts to keep the window).
   int32_t window_slack_tokens = 32;
   // Most positions reserved (all sequences together) at once; sizes the sliding pools.
   int64_t max_batch_tokens = 512;

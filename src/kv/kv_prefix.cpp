@@ -42,6 +42,18 @@ void KvCache::Impl::ensure_free(int32_t g, int64_t n_free, const char* op) {
   }
 }
 
+namespace {
+
+// True when `node` holds a page in every group where seq holds page i.
+bool holds_as_much(const KvCache::Impl& m, const PrefixNode& node, const Sequence& s, int64_t i) {
+  for (int32_t g = 0; g < m.n_groups(); ++g) {
+    if (node.pages[g] == kNoPage && s.pages[g][i] != kNoPage) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void KvCache::cache_prefix(SeqId seq, std::span<const TokenId> tokens) {
   Impl& m = *impl_;
   const Sequence& s = m.live_seq(seq, "cache_prefix");
@@ -57,8 +69,9 @@ void KvCache::cache_prefix(SeqId seq, std::span<const TokenId> tokens) {
   for (int64_t i = 0; i * P < n; ++i) {
     const auto block = tokens.subspan(i * P, std::min(P, n - i * P));
     int32_t node = m.index.find_exact(at, block);
-    if (node < 0 && m.index.find_extending(at, block) >= 0) {
-      m.index.touch(m.index.find_extending(at, block));
+    const int32_t longer = node < 0 ? m.index.find_extending(at, block) : -1;
+    if (longer >= 0 && holds_as_much(m, m.index.node(longer), s, i)) {
+      m.index.touch(longer);
       return;  // a longer cached page already covers this (partial) block
     }
     if (node >= 0) {
