@@ -8,7 +8,8 @@
 //                 (contents stripped; no generation prompt needed: the text ends in [/INST])
 //   llama3        B<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>...
 //                 gen: <|start_header_id|>assistant<|end_header_id|>\n\n (contents trimmed;
-//                 tool → role "ipython", as Llama 3.1+)
+//                 tool → role "ipython", as Llama 3.1+; 3.1's default "Cutting Knowledge
+//                 Date" system preamble is not invented)
 //   chatml        <|im_start|>{role}\n{content}<|im_end|>\n ... gen: <|im_start|>assistant\n
 //                 (Qwen 1.5/2/2.5/3, Hermes, Yi, …; no default system prompt is invented)
 //   gemma         B<start_of_turn>user\n{content}<end_of_turn>\n<start_of_turn>model\n...
