@@ -115,8 +115,14 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
       if (!had_keys && kvh == 0) g_empty_rows.fetch_add(1, std::memory_order_relaxed);
     }
   };
+  // Small jobs run inline (waking workers costs more); where work runs never changes its
+  // order, so results are unaffected.
+  int64_t work = 0;
+  for (int64_t r = 0; r < n_q; ++r) {
+    if (!ranges[r].empty()) work += (ranges[r].hi - ranges[r].lo + 1) * params.n_head * (dk + dv);
+  }
   const int64_t n_tasks = n_q * n_kv;
-  if (pool == nullptr || pool->size() <= 1 || n_tasks == 1) {
+  if (pool == nullptr || pool->size() <= 1 || n_tasks == 1 || work < (1 << 14)) {
     run(0, n_tasks);
   } else {
     pool->parallel_for(n_tasks, 1, run);

@@ -37,6 +37,9 @@ namespace {
 
 // Output rows per chunk: enough to amortize dispatch, small enough to balance 2+ threads.
 constexpr int64_t kRowsPerChunk = 16;
+// Below this many multiply-adds a product runs inline: waking workers costs more.
+// (Only where work runs changes, never its order, so results are unaffected.)
+constexpr int64_t kMinParallelWork = 1 << 14;
 
 void matmul_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                   int64_t o_begin, int64_t o_end) {
@@ -62,7 +65,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
   if (!w.data || w.n_in <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "matmul: empty weight matrix");
   }
-  if (pool == nullptr || pool->size() <= 1 || w.n_out <= kRowsPerChunk) {
+  if (pool == nullptr || pool->size() <= 1 || w.n_out <= kRowsPerChunk ||
+      w.n_out * w.n_in * n_rows < kMinParallelWork) {
     matmul_range(w, x, n_rows, y, 0, w.n_out);
     return;
   }

@@ -1,0 +1,87 @@
+#include "model/blocks.h"
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/activation.h"
+#include "kernels/norm.h"
+#include "kernels/rope.h"
+
+namespace keel::model {
+
+void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y) {
+  kernels::matmul(l.w, x, fp.n_rows(), y, fp.pool());
+  if (l.bias) kernels::add_rows(y, l.bias, fp.n_rows(), l.w.n_out);
+}
+
+void embed(const ForwardPass& fp, const kernels::WeightMatrix& token_embd, float* x) {
+  for (int64_t r = 0; r < fp.n_rows(); ++r) {
+    const int32_t t = fp.tokens()[r];
+    if (t < 0 || t >= token_embd.n_out) {
+      throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(t) +
+                                                   " outside the vocabulary [0, " +
+                                                   std::to_string(token_embd.n_out) + ")");
+    }
+    kernels::weight_row(token_embd, t, x + r * token_embd.n_in);
+  }
+}
+
+void self_attention(ForwardPass& fp, int32_t layer, const AttentionWeights& w, const float* h,
+                    float* out) {
+  const HParams& hp = fp.hp();
+  const int64_t n = fp.n_rows();
+  // q: [n][n_head*dk], k: [n][n_kv*dk], v: [n][n_kv*dv], attn: [n][n_head*dv]
+  std::vector<float> q(n * hp.n_head * hp.head_dim_k), k(n * hp.n_head_kv * hp.head_dim_k),
+      v(n * hp.n_head_kv * hp.head_dim_v), attn(n * hp.n_head * hp.head_dim_v);
+  linear(fp, w.q, h, q.data());
+  linear(fp, w.k, h, k.data());
+  linear(fp, w.v, h, v.data());
+  if (w.q_norm) {
+    kernels::rms_norm(q.data(), w.q_norm, n * hp.n_head, hp.head_dim_k, hp.norm_eps, q.data());
+  }
+  if (w.k_norm) {
+    kernels::rms_norm(k.data(), w.k_norm, n * hp.n_head_kv, hp.head_dim_k, hp.norm_eps,
+                      k.data());
+  }
+  const kernels::RopeParams& rope = hp.layers.at(static_cast<size_t>(layer)).rope;
+  kernels::rope(q.data(), fp.positions(), n, hp.n_head, hp.head_dim_k, rope);
+  kernels::rope(k.data(), fp.positions(), n, hp.n_head_kv, hp.head_dim_k, rope);
+  fp.attend(layer, q.data(), k.data(), v.data(), w.sinks, attn.data());
+  linear(fp, w.o, attn.data(), out);
+}
+
+void gated_ffn(const ForwardPass& fp, const GatedFfnWeights& w, Activation act, const float* h,
+               float* out) {
+  const int64_t n = fp.n_rows(), n_ff = w.gate.w.n_out;
+  // gate, up: [n][n_ff]
+  std::vector<float> gate(n * n_ff), up(n * n_ff);
+  linear(fp, w.gate, h, gate.data());
+  linear(fp, w.up, h, up.data());
+  if (act == Activation::kSilu) {
+    kernels::silu_mul(gate.data(), up.data(), n * n_ff, gate.data());
+  } else {
+    kernels::gelu_tanh_mul(gate.data(), up.data(), n * n_ff, gate.data());
+  }
+  linear(fp, w.down, gate.data(), out);
+}
+
+void output_logits(ForwardPass& fp, const float* x, const float* norm,
+                   const kernels::WeightMatrix& head, float final_softcap) {
+  const HParams& hp = fp.hp();
+  const auto& rows = fp.logit_rows();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (n == 0) return;
+  // picked: [n][n_embd] normalized rows that want logits
+  std::vector<float> picked(n * hp.n_embd);
+  for (int64_t i = 0; i < n; ++i) {
+    kernels::rms_norm(x + rows[i] * hp.n_embd, norm, 1, hp.n_embd, hp.norm_eps,
+                      picked.data() + i * hp.n_embd);
+  }
+  std::vector<float>& logits = fp.logits();
+  logits.assign(static_cast<size_t>(n * head.n_out), 0.0f);
+  kernels::matmul(head, picked.data(), n, logits.data(), fp.pool());
+  kernels::softcap(logits.data(), n * head.n_out, final_softcap);
+}
+
+}  // namespace keel::model

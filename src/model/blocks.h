@@ -1,0 +1,47 @@
+// Building blocks that architectures compose into a forward pass. They are data-driven
+// (optional biases / norms are used when bound), never switch on the architecture name:
+// what differs per architecture lives in its own arch_*.cpp.
+//
+// All blocks work on [n_rows][width] f32 activations of a ForwardPass, reduce in a fixed
+// order per output element (kernels/), and throw keel::Error on bad input.
+#pragma once
+
+#include <cstdint>
+
+#include "model/forward_pass.h"
+#include "model/weights.h"
+
+namespace keel::model {
+
+struct AttentionWeights {
+  Linear q, k, v, o;
+  const float* q_norm = nullptr;  // [head_dim_k] per-head RMS norm (qwen3, gemma3)
+  const float* k_norm = nullptr;
+  const float* sinks = nullptr;   // [n_head] (gpt-oss)
+};
+
+enum class Activation { kSilu, kGeluTanh };
+
+struct GatedFfnWeights {
+  Linear gate, up, down;
+};
+
+// y[n_rows][l.w.n_out] = x[n_rows][l.w.n_in] · Wᵀ (+ bias)
+void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y);
+
+// x[n_rows][n_embd] = rows `tokens` of the embedding matrix (token ids range-checked).
+void embed(const ForwardPass& fp, const kernels::WeightMatrix& token_embd, float* x);
+
+// out[n_rows][n_embd] = o(attention(rope(norm?(q(h))), rope(norm?(k(h))), v(h)))
+void self_attention(ForwardPass& fp, int32_t layer, const AttentionWeights& w, const float* h,
+                    float* out);
+
+// out[n_rows][n_embd] = down(act(gate(h)) · up(h))
+void gated_ffn(const ForwardPass& fp, const GatedFfnWeights& w, Activation act, const float* h,
+               float* out);
+
+// For the rows that want logits: fp.logits() = softcap(head(rms_norm(x, norm))).
+void output_logits(ForwardPass& fp, const float* x, const float* norm,
+                   const kernels::WeightMatrix& head, float final_softcap);
+
+}  // namespace keel::model

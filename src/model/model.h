@@ -1,0 +1,73 @@
+// Model — a loaded GGUF model: hyper-parameters, weights bound by name (kept in their
+// stored type in the file's memory map) and the forward pass of its architecture.
+//
+// Contract:
+//  - Loading validates metadata and every tensor's shape; failures throw keel::Error
+//    naming the file, the tensor or key, and the expectation. Nothing is dequantized in
+//    bulk; the mapping is shared (file()) with e.g. the tokenizer.
+//  - forward() runs one batch over the KV cache: entries of a sequence must carry
+//    consecutive positions starting at kv.length(seq) (else kInvalidArgument, nothing
+//    changed). It reserves KV for each sequence, writes K/V per layer, attends through
+//    views and commits at the end; on any exception the reservations are rolled back, so
+//    a failed pass leaves the cache as it was.
+//  - Batch invariance: a row's logits are bitwise the same whatever else is in the batch,
+//    however the sequence was chunked and however many threads the pool has.
+//  - Thread-safety: immutable after load. forward() is driven by one thread at a time per
+//    (cache, pool) pair; the pool is the caller's (persistent, no threads per call).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/hparams.h"
+
+namespace keel {
+class ThreadPool;
+}
+namespace keel::gguf {
+class GgufFile;
+}
+
+namespace keel::model {
+
+class Architecture;
+class WeightBinder;
+
+class Model {
+ public:
+  explicit Model(const std::string& path);
+  explicit Model(std::shared_ptr<const gguf::GgufFile> file);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const HParams& hparams() const { return hp_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  std::shared_ptr<const gguf::GgufFile> shared_file() const { return file_; }
+  int64_t n_vocab() const { return hp_.n_vocab; }
+
+  // What the KV cache must hold for this model (per-layer windows, heads, head dims).
+  kv::KvLayout kv_layout() const;
+  // Re-rotates cached K rows by a position delta (context shift); correct for partial
+  // rotary dims and per-layer rope. The returned function refers to this Model.
+  kv::KRotator k_rotator() const;
+
+  // Returns logits [n entries with want_logits][n_vocab], in batch order.
+  std::vector<float> forward(std::span<const BatchEntry> batch, kv::KvCache& kv,
+                             ThreadPool& pool, const ForwardOptions& options = {}) const;
+
+ private:
+  void load();
+
+  std::shared_ptr<const gguf::GgufFile> file_;
+  HParams hp_;
+  std::unique_ptr<WeightBinder> binder_;
+  std::unique_ptr<Architecture> arch_;
+};
+
+}  // namespace keel::model

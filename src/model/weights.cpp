@@ -1,0 +1,98 @@
+#include "model/weights.h"
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "tensor/types.h"
+
+namespace keel::model {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool WeightBinder::has(const std::string& name) const {
+  return file_.find_tensor(name) != nullptr;
+}
+
+const gguf::TensorInfo& WeightBinder::require(const std::string& name,
+                                               const std::vector<int64_t>& shape) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (!t) {
+    throw Error(ErrorCode::kNotFound, file_.path() + ": missing tensor '" + name +
+                                          "' (expected shape " + shape_string(shape) + ")");
+  }
+  // Trailing dimensions of 1 are equivalent (GGUF writers differ in keeping them).
+  std::vector<int64_t> have = t->shape, want = shape;
+  while (have.size() > 1 && have.back() == 1) have.pop_back();
+  while (want.size() > 1 && want.back() == 1) want.pop_back();
+  if (have != want) {
+    throw Error(ErrorCode::kInvalidFile, file_.path() + ": tensor '" + name + "' has shape " +
+                                             shape_string(t->shape) + ", expected " +
+                                             shape_string(shape));
+  }
+  if (!tensor::traits(t->type).has_dequantize) {
+    throw Error(ErrorCode::kUnsupported, file_.path() + ": tensor '" + name + "' has type " +
+                                             tensor::dtype_name(t->type) +
+                                             ", which keel cannot compute with");
+  }
+  return *t;
+}
+
+kernels::WeightMatrix WeightBinder::matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+  const gguf::TensorInfo& t = require(name, {n_in, n_out});
+  return kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out);
+}
+
+kernels::WeightMatrix WeightBinder::optional_matrix(const std::string& name, int64_t n_in,
+                                                    int64_t n_out) {
+  if (!has(name)) return {};
+  return matrix(name, n_in, n_out);
+}
+
+Linear WeightBinder::linear(const std::string& base, int64_t n_in, int64_t n_out,
+                            bool bias_required) {
+  Linear l;
+  l.w = matrix(base + ".weight", n_in, n_out);
+  l.bias = bias_required ? vector(base + ".bias", n_out) : optional_vector(base + ".bias", n_out);
+  return l;
+}
+
+ExpertMatrices WeightBinder::experts(const std::string& base, int64_t n_in, int64_t n_out,
+                                     int64_t n_expert) {
+  const gguf::TensorInfo& t = require(base + ".weight", {n_in, n_out, n_expert});
+  ExpertMatrices m;
+  m.first = kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out);
+  m.expert_stride = m.first.row_stride * static_cast<size_t>(n_out);
+  m.n_expert = n_expert;
+  if (has(base + ".bias")) m.bias = tensor_f32(base + ".bias", {n_out, n_expert});
+  return m;
+}
+
+const float* WeightBinder::as_f32(const gguf::TensorInfo& t) {
+  if (t.type == tensor::DType::kF32) return reinterpret_cast<const float*>(t.data);
+  const int64_t n = t.n_elements();
+  const int64_t row = t.shape.empty() ? n : t.shape[0];
+  std::vector<float>& out = converted_.emplace_back(static_cast<size_t>(n));
+  const size_t rb = tensor::row_bytes(t.type, row);
+  for (int64_t r = 0; r * row < n; ++r) {
+    tensor::dequantize_row(t.type, t.data + r * rb, out.data() + r * row, row);
+  }
+  return out.data();
+}
+
+const float* WeightBinder::tensor_f32(const std::string& name, const std::vector<int64_t>& shape) {
+  return as_f32(require(name, shape));
+}
+
+const float* WeightBinder::vector(const std::string& name, int64_t n) {
+  return tensor_f32(name, {n});
+}
+
+const float* WeightBinder::optional_vector(const std::string& name, int64_t n) {
+  if (!has(name)) return nullptr;
+  return vector(name, n);
+}
+
+}  // namespace keel::model
