@@ -1,6 +1,5 @@
 #include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab.h"
 
 namespace keel::tokenizer {
 
@@ -8,18 +7,7 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, DecodeOptions options)
     : tokenizer_(&tokenizer), options_(options) {}
 
 std::string StreamDecoder::push(TokenId id) {
-  std::string piece = tokenizer_->token_to_piece(id, options_.render_special);
-  const Vocab& v = *tokenizer_->vocab_;
-  const TokenType t = v.types[id];
-  if (t != TokenType::kControl && t != TokenType::kUnknown) {
-    // The first text-bearing token may carry the encoder's space prefix.
-    if (at_start_ && options_.strip_space_prefix && v.strip_first_space && !piece.empty() &&
-        piece[0] == ' ') {
-      piece.erase(0, 1);
-    }
-    at_start_ = false;
-  }
-  pending_ += piece;
+  tokenizer_->append_piece(id, options_, at_start_, pending_);
   // Everything before an incomplete trailing character is final: emit it, with bytes
   // that can never become valid replaced now.
   const size_t keep = utf8_incomplete_tail(pending_);

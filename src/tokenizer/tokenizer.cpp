@@ -115,12 +115,28 @@ std::string Tokenizer::token_to_piece(TokenId id, bool render_special) const {
   return vocab_->pieces[id];
 }
 
+void Tokenizer::append_piece(TokenId id, const DecodeOptions& options, bool& at_start,
+                             std::string& out) const {
+  std::string piece = token_to_piece(id, options.render_special);
+  const TokenType t = vocab_->types[id];
+  if (t != TokenType::kControl && t != TokenType::kUnknown) {
+    // The first text-bearing token may carry the encoder's space prefix.
+    if (at_start && options.strip_space_prefix && vocab_->strip_first_space && !piece.empty() &&
+        piece[0] == ' ') {
+      piece.erase(0, 1);
+    }
+    at_start = false;
+  }
+  out += piece;
+}
+
 std::string Tokenizer::decode(const std::vector<TokenId>& ids, const DecodeOptions& options) const {
-  StreamDecoder d(*this, options);
-  std::string out;
-  for (TokenId id : ids) out += d.push(id);
-  out += d.finish();
-  return out;
+  // All bytes first, then one sanitizing pass: StreamDecoder must produce the same text
+  // piecewise (the streaming tests use this as their oracle).
+  std::string bytes;
+  bool at_start = true;
+  for (TokenId id : ids) append_piece(id, options, at_start, bytes);
+  return sanitize_utf8(bytes);
 }
 
 bool Tokenizer::is_end_of_generation(TokenId id) const {

@@ -125,6 +125,8 @@ class Tokenizer {
  private:
   explicit Tokenizer(std::unique_ptr<const Vocab> vocab);
   friend class StreamDecoder;
+  // Appends id's bytes under options; at_start tracks the space-prefix rule.
+  void append_piece(TokenId id, const DecodeOptions& options, bool& at_start, std::string& out) const;
   std::unique_ptr<const Vocab> vocab_;
 };
 

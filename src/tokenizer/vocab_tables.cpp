@@ -33,11 +33,16 @@ int parse_byte_token(const std::string& text) {
   return value;
 }
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
-    s.replace(pos, from.size(), to);
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  for (size_t hit; (hit = s.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
+    out.append(s.substr(pos, hit - pos));
+    out.append(to);
   }
-  return s;
+  out.append(s.substr(pos));
+  return out;
 }
 
 // The bytes a token stands for under normal rendering (control tokens: nothing).
@@ -65,10 +70,12 @@ std::string normal_piece(const Vocab& v, TokenId id) {
       // Word-initial pieces start with a space; continuations join the previous piece.
       const std::string& wp = v.wp_word_prefix;
       const std::string& cp = v.wp_continuation_prefix;
-      if (!wp.empty()) {
-        return text.compare(0, wp.size(), wp) == 0 ? " " + text.substr(wp.size()) : text;
-      }
-      return text.compare(0, cp.size(), cp) == 0 ? text.substr(cp.size()) : " " + text;
+      const bool starts_word = wp.empty() ? text.compare(0, cp.size(), cp) != 0
+                                          : text.compare(0, wp.size(), wp) == 0;
+      const size_t skip = starts_word ? wp.size() : cp.size();
+      std::string piece = starts_word ? std::string(1, ' ') : std::string();
+      piece.append(text, skip, std::string::npos);
+      return piece;
     }
   }
   return text;

@@ -1,0 +1,115 @@
+// Loading edge cases with small hand-made GGUF vocabularies.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "tiny_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::tokenizer {
+namespace {
+
+// Options the tests use often (all fields named: GCC 12 warns about omitted ones).
+const EncodeOptions kNoBos{.add_bos = false, .add_eos = std::nullopt, .parse_special = false};
+const DecodeOptions kWholeText{.render_special = false, .strip_space_prefix = true};
+
+Tokenizer load(const std::string& path) { return Tokenizer::from_gguf(gguf::GgufFile(path)); }
+
+ErrorCode load_error(const std::string& path) {
+  try {
+    load(path);
+  } catch (const Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "expected an error loading " << path;
+  return ErrorCode::kInternal;
+}
+
+TEST(Metadata, UnknownPreFallsBackToGpt2Split) {
+  auto spec = test::byte_level_spec({"h e", "l l", "he ll", "hell o"});
+  spec.pre = "some-future-model";
+  const Tokenizer tok = load(test::write_tiny_vocab("unknown_pre", spec));
+  EXPECT_EQ(tok.pre_tokenizer(), "gpt-2");
+  const auto ids = tok.encode("hello hello");
+  // "hello" merges fully; " hello" is a separate word (GPT-2 split): "Ġ" + "hello".
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(tok.token_text(ids[0]), "hello");
+  EXPECT_EQ(tok.token_text(ids[1]), "\xC4\xA0");
+  EXPECT_EQ(ids[2], ids[0]);
+  EXPECT_EQ(tok.decode(ids), "hello hello");
+}
+
+TEST(Metadata, MergeRanksDecideOrder) {
+  // "a b" ranks before "b c": "abc" -> "ab" "c", never "a" "bc".
+  auto spec = test::byte_level_spec({"a b", "b c"});
+  const Tokenizer tok = load(test::write_tiny_vocab("ranks", spec));
+  const auto ids = tok.encode("abc");
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(tok.token_text(ids[0]), "ab");
+  auto spec2 = test::byte_level_spec({"b c", "a b"});
+  const Tokenizer tok2 = load(test::write_tiny_vocab("ranks2", spec2));
+  const auto ids2 = tok2.encode("abc");
+  ASSERT_EQ(ids2.size(), 2u);
+  EXPECT_EQ(tok2.token_text(ids2[1]), "bc");
+}
+
+TEST(Metadata, SpmScoresDecideMergesAndBytesFallBack) {
+  test::TinyVocabSpec spec;
+  spec.model = "llama";
+  spec.pre = "";
+  spec.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "a"};
+  spec.types = {2, 3, 3, 1, 1, 1, 1, 1};
+  spec.scores = {0, 0, 0, -1, -1, -1, -2, -3};  // "ab" beats "▁a"
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    spec.tokens.push_back(name);
+    spec.types.push_back(6);
+    spec.scores.push_back(0);
+  }
+  const Tokenizer tok = load(test::write_tiny_vocab("spm", spec));
+  EXPECT_EQ(tok.encode("ab", kNoBos), (std::vector<TokenId>{3, 6}));
+  // "é" is not a token: its two bytes.
+  EXPECT_EQ(tok.encode("é", kNoBos), (std::vector<TokenId>{3, 8 + 0xC3, 8 + 0xA9}));
+  EXPECT_EQ(tok.decode(tok.encode("é ab"), kWholeText), "é ab");
+}
+
+TEST(Metadata, UnsetIdsAndMissingPieces) {
+  auto spec = test::byte_level_spec({"a b"});
+  spec.extra.emplace_back("bos_token_id", gguf::Value::u32(0xFFFFFFFFu));
+  spec.extra.emplace_back("eos_token_id", gguf::Value::u32(7));
+  spec.extra.emplace_back("padding_token_id", gguf::Value::u32(99999));  // out of range
+  const Tokenizer tok = load(test::write_tiny_vocab("ids", spec));
+  EXPECT_EQ(tok.vocab_size(), 257);
+  EXPECT_EQ(tok.special_ids().bos, kNoToken);
+  EXPECT_EQ(tok.special_ids().eos, 7);
+  EXPECT_EQ(tok.special_ids().pad, kNoToken);
+  EXPECT_TRUE(tok.is_end_of_generation(7));
+  // Asking for a BOS the vocabulary lacks is a clear error, not a crash.
+  EXPECT_THROW(tok.encode("x", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}), Error);
+}
+
+TEST(Metadata, BrokenFilesAreErrors) {
+  auto unsupported = test::byte_level_spec({"a b"});
+  unsupported.model = "t5";
+  EXPECT_EQ(load_error(test::write_tiny_vocab("t5", unsupported)), ErrorCode::kUnsupported);
+
+  auto short_types = test::byte_level_spec({"a b"});
+  short_types.types = {1, 1, 1};
+  EXPECT_EQ(load_error(test::write_tiny_vocab("short_types", short_types)), ErrorCode::kInvalidFile);
+
+  auto no_merges = test::byte_level_spec({});
+  EXPECT_EQ(load_error(test::write_tiny_vocab("no_merges", no_merges)), ErrorCode::kNotFound);
+
+  auto bad_merge = test::byte_level_spec({"a b"});
+  bad_merge.merges = {"nospace"};
+  EXPECT_EQ(load_error(test::write_tiny_vocab("bad_merge", bad_merge)), ErrorCode::kInvalidFile);
+
+  test::TinyVocabSpec empty;
+  empty.tokens = {};
+  empty.model = "llama";
+  EXPECT_NE(load_error(test::write_tiny_vocab("empty", empty)), ErrorCode::kInternal);
+}
+
+}  // namespace
+}  // namespace keel::tokenizer
