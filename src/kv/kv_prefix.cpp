@@ -135,13 +135,19 @@ PrefixMatch KvCache::lookup_prefix(std::span<const TokenId> tokens) const {
 
 SeqId KvCache::attach_prefix(std::span<const TokenId> tokens, int64_t n) {
   Impl& m = *impl_;
-  const auto path = m.index.walk(tokens);
+  if (n < 0 || n > static_cast<int64_t>(tokens.size())) {
+    throw Error(ErrorCode::kInvalidArgument, "kv attach_prefix: " + std::to_string(n) +
+                                                 " tokens requested of " +
+                                                 std::to_string(tokens.size()) + " given");
+  }
+  // Usability is not monotone in n for sliding groups (a shorter prefix may need window
+  // pages a longer one does not), so n itself must be a usable prefix.
+  const auto path = m.index.walk(tokens.first(static_cast<size_t>(n)));
   const PrefixMatch match = match_along(m, path);
-  if (n < 0 || n > match.n_tokens) {
+  if (match.n_tokens != n) {
     throw Error(ErrorCode::kInvalidArgument,
-                "kv attach_prefix: " + std::to_string(n) + " tokens requested but only " +
-                    std::to_string(match.n_tokens) + " of " + std::to_string(tokens.size()) +
-                    " are cached");
+                "kv attach_prefix: the first " + std::to_string(n) + " tokens are not cached " +
+                    "in every layer group (usable: " + std::to_string(match.n_tokens) + ")");
   }
   const SeqId id = m.free_slot("attach_prefix");
   const int64_t n_pages = pages_for(n, m.page_tokens());

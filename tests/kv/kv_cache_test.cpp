@@ -38,32 +38,8 @@ ErrorCode code_of(const std::function<void()>& f) {
   return ErrorCode::kInternal;
 }
 
-KvOptions opts(DType k, DType v, int32_t page = 4, int64_t max_tokens = 256) {
-  KvOptions o;
-  o.k_type = k;
-  o.v_type = v;
-  o.page_tokens = page;
-  o.max_tokens = max_tokens;
-  o.max_sequences = 4;
-  o.window_slack_tokens = 4;
-  o.max_batch_tokens = 64;
-  return o;
-}
-
-void append(KvCache& c, SeqId s, int64_t n, uint64_t key) {
-  c.reserve(s, n);
-  const int64_t len = c.length(s);
-  for (int64_t p = len; p < len + n; ++p) {
-    for (int32_t l = 0; l < c.layout().n_layers(); ++l) {
-      c.write_k(s, l, p, make_row(key + p, l, false).data());
-      c.write_v(s, l, p, make_row(key + p, l, true).data());
-    }
-  }
-  c.commit(s, n);
-}
-
 TEST(KvCache, RejectsInvalidLayoutAndOptions) {
-  const KvOptions ok = opts(DType::kF16, DType::kF16);
+  const KvOptions ok = test_options(DType::kF16, DType::kF16);
   EXPECT_EQ(code_of([&] { KvCache c(make_layout({}), ok); }), ErrorCode::kInvalidArgument);
   KvLayout bad_heads = make_layout({0});
   bad_heads.n_kv_heads = 0;
@@ -72,30 +48,30 @@ TEST(KvCache, RejectsInvalidLayoutAndOptions) {
   bad_page.page_tokens = 0;
   EXPECT_EQ(code_of([&] { KvCache c(make_layout({0}), bad_page); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { KvCache c(make_layout({0, -1}), ok); }), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { KvCache c(make_layout({0}), opts(DType::kQ4_K, DType::kF16)); }),
+  EXPECT_EQ(code_of([&] { KvCache c(make_layout({0}), test_options(DType::kQ4_K, DType::kF16)); }),
             ErrorCode::kUnsupported);
   // Block types need head_dim % 32 == 0, K and V checked independently.
   KvLayout small = make_layout({0});
   small.head_dim_k = 16;
   try {
-    KvCache c(small, opts(DType::kQ8_0, DType::kQ8_0));
+    KvCache c(small, test_options(DType::kQ8_0, DType::kQ8_0));
     FAIL() << "q8_0 K with head_dim 16 accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("multiple of 32"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(KvCache c(small, opts(DType::kF16, DType::kQ8_0)));
+  EXPECT_NO_THROW(KvCache c(small, test_options(DType::kF16, DType::kQ8_0)));
 }
 
 class KvTypes : public ::testing::TestWithParam<std::tuple<DType, DType>> {};
 
 TEST_P(KvTypes, RowsReadBackThroughViewsWithinTypeError) {
   const auto [kt, vt] = GetParam();
-  KvCache c(make_layout({0, 0, 0}), opts(kt, vt, 4));
+  KvCache c(make_layout({0, 0, 0}), test_options(kt, vt, 4));
   const SeqId s = c.create();
-  append(c, s, 3, 100);  // chunks that end inside pages
-  append(c, s, 6, 100);
-  append(c, s, 1, 100);
+  append_rows(c, s, 3, 100);  // chunks that end inside pages
+  append_rows(c, s, 6, 100);
+  append_rows(c, s, 1, 100);
   ASSERT_EQ(c.length(s), 10);
   c.check_invariants();
   for (int32_t l = 0; l < 3; ++l) {
@@ -135,9 +111,9 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, KvTypes, ::testing::ValuesIn(type_pairs()),
                          });
 
 TEST(KvCache, RollbackDiscardsAndCommitKeepsPrefix) {
-  KvCache c(make_layout({0, 0}), opts(DType::kF32, DType::kF32, 4));
+  KvCache c(make_layout({0, 0}), test_options(DType::kF32, DType::kF32, 4));
   const SeqId s = c.create();
-  append(c, s, 5, 1);
+  append_rows(c, s, 5, 1);
   c.reserve(s, 6);
   EXPECT_EQ(c.reserved(s), 6);
   EXPECT_EQ(c.view(s, 0).n_positions, 11);  // the forward pass sees the reserved range
@@ -169,11 +145,11 @@ TEST(KvCache, RollbackDiscardsAndCommitKeepsPrefix) {
 }
 
 TEST(KvCache, WritesOutsideTheReservationAreRejected) {
-  KvCache c(make_layout({0}), opts(DType::kF16, DType::kF16));
+  KvCache c(make_layout({0}), test_options(DType::kF16, DType::kF16));
   const SeqId s = c.create();
   const auto row = make_row(1, 0, false);
   EXPECT_EQ(code_of([&] { c.write_k(s, 0, 0, row.data()); }), ErrorCode::kInvalidArgument);
-  append(c, s, 3, 0);
+  append_rows(c, s, 3, 0);
   c.reserve(s, 2);
   EXPECT_EQ(code_of([&] { c.write_k(s, 0, 2, row.data()); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { c.write_v(s, 0, 5, row.data()); }), ErrorCode::kInvalidArgument);
@@ -183,7 +159,7 @@ TEST(KvCache, WritesOutsideTheReservationAreRejected) {
 }
 
 TEST(KvCache, BadSequenceIdsThrow) {
-  KvCache c(make_layout({0}), opts(DType::kF16, DType::kF16));
+  KvCache c(make_layout({0}), test_options(DType::kF16, DType::kF16));
   EXPECT_EQ(code_of([&] { c.length(0); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { c.length(-1); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { c.view(99, 0); }), ErrorCode::kInvalidArgument);
@@ -199,9 +175,9 @@ TEST(KvCache, BadSequenceIdsThrow) {
 
 TEST(KvCache, ExhaustedPoolThrowsAndLeavesStateUnchanged) {
   // 16 tokens + 4 sequences of slack = 8 pages of 4 tokens.
-  KvCache c(make_layout({0}), opts(DType::kF16, DType::kF16, 4, 16));
+  KvCache c(make_layout({0}), test_options(DType::kF16, DType::kF16, 4, 16));
   const SeqId a = c.create();
-  append(c, a, 30, 0);
+  append_rows(c, a, 30, 0);
   EXPECT_EQ(c.usage().pages_used[0], 8);
   const SeqId b = c.create();
   try {
@@ -226,7 +202,7 @@ TEST(KvCache, BytesPerTokenAndPoolsAreExact) {
   EXPECT_EQ(KvCache::bytes_per_token(l, DType::kQ8_0, DType::kQ8_0), 4u * (68 + 68));
   EXPECT_EQ(KvCache::bytes_per_token(l, DType::kQ4_0, DType::kQ4_0), 4u * (36 + 36));
   EXPECT_EQ(KvCache::bytes_per_token(l, DType::kQ8_0, DType::kQ4_0), 4u * (68 + 36));
-  KvOptions o = opts(DType::kQ8_0, DType::kQ4_0, 32, 1000);
+  KvOptions o = test_options(DType::kQ8_0, DType::kQ4_0, 32, 1000);
   o.max_sequences = 2;
   o.window_slack_tokens = 8;
   o.max_batch_tokens = 64;
@@ -247,9 +223,9 @@ TEST(KvCache, BytesPerTokenAndPoolsAreExact) {
 }
 
 TEST(KvCache, ViewDescribesPagesAndWindow) {
-  KvCache c(make_layout({0, 8}), opts(DType::kQ8_0, DType::kF16, 4));
+  KvCache c(make_layout({0, 8}), test_options(DType::kQ8_0, DType::kF16, 4));
   const SeqId s = c.create();
-  append(c, s, 30, 7);
+  append_rows(c, s, 30, 7);
   const KvLayerView full = c.view(s, 0);
   EXPECT_EQ(full.window, 0);
   EXPECT_EQ(full.first_held, 0);

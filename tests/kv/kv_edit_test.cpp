@@ -12,30 +12,6 @@ namespace {
 
 using tensor::DType;
 
-KvOptions opts(DType k, DType v, int32_t page, int64_t max_tokens = 256, int32_t slack = 4) {
-  KvOptions o;
-  o.k_type = k;
-  o.v_type = v;
-  o.page_tokens = page;
-  o.max_tokens = max_tokens;
-  o.max_sequences = 4;
-  o.window_slack_tokens = slack;
-  o.max_batch_tokens = 64;
-  return o;
-}
-
-// Appends n positions whose rows are keyed by key + position.
-void append(KvCache& c, SeqId s, int64_t n, uint64_t key) {
-  c.reserve(s, n);
-  const int64_t len = c.length(s);
-  for (int64_t p = len; p < len + n; ++p) {
-    for (int32_t l = 0; l < c.layout().n_layers(); ++l) {
-      c.write_k(s, l, p, make_row(key + p, l, false).data());
-      c.write_v(s, l, p, make_row(key + p, l, true).data());
-    }
-  }
-  c.commit(s, n);
-}
 
 // Every held position of every layer reads back the row keyed key_of(p).
 template <typename KeyOf>
@@ -59,15 +35,15 @@ void expect_rows(const KvCache& c, SeqId s, KeyOf key_of) {
 }
 
 TEST(KvEdit, ForkSharesPagesAndCopiesTheDivergingPage) {
-  KvCache c(make_layout({0, 0}), opts(DType::kQ8_0, DType::kF16, 4));
+  KvCache c(make_layout({0, 0}), test_options(DType::kQ8_0, DType::kF16, 4));
   const SeqId a = c.create();
-  append(c, a, 10, 0);
+  append_rows(c, a, 10, 0);
   const int64_t used = c.usage().pages_used[0];
   const SeqId b = c.fork(a, 6);  // inside page 1
   EXPECT_EQ(c.length(b), 6);
   EXPECT_EQ(c.usage().pages_used[0], used);  // nothing copied yet
   c.check_invariants();
-  append(c, b, 5, 1000);  // writes positions 6..10: page 1 is copied first
+  append_rows(c, b, 5, 1000);  // writes positions 6..10: page 1 is copied first
   EXPECT_EQ(c.usage().copied_pages, 1);
   c.check_invariants();
   expect_rows(c, a, [](int64_t p) { return p; });
@@ -79,16 +55,16 @@ TEST(KvEdit, ForkSharesPagesAndCopiesTheDivergingPage) {
 }
 
 TEST(KvEdit, ForkAtZeroAndAtTheEnd) {
-  KvCache c(make_layout({0}), opts(DType::kF16, DType::kF16, 4));
+  KvCache c(make_layout({0}), test_options(DType::kF16, DType::kF16, 4));
   const SeqId a = c.create();
-  append(c, a, 8, 0);  // ends on a page boundary
+  append_rows(c, a, 8, 0);  // ends on a page boundary
   const SeqId empty = c.fork(a, 0);
   const SeqId whole = c.fork(a, 8);
   EXPECT_EQ(c.length(empty), 0);
   EXPECT_EQ(c.length(whole), 8);
-  append(c, whole, 3, 50);  // a new page, no copy needed
+  append_rows(c, whole, 3, 50);  // a new page, no copy needed
   EXPECT_EQ(c.usage().copied_pages, 0);
-  append(c, empty, 2, 70);
+  append_rows(c, empty, 2, 70);
   c.check_invariants();
   expect_rows(c, a, [](int64_t p) { return p; });
   expect_rows(c, whole, [](int64_t p) { return p < 8 ? p : 50 + p; });
@@ -97,19 +73,19 @@ TEST(KvEdit, ForkAtZeroAndAtTheEnd) {
 }
 
 TEST(KvEdit, TruncateInsideAPageAtZeroAndAtTheEnd) {
-  KvCache c(make_layout({0, 0, 0}), opts(DType::kQ4_0, DType::kQ5_1, 4));
+  KvCache c(make_layout({0, 0, 0}), test_options(DType::kQ4_0, DType::kQ5_1, 4));
   const SeqId a = c.create();
-  append(c, a, 13, 0);
+  append_rows(c, a, 13, 0);
   EXPECT_EQ(c.truncate(a, 13), 13);
   EXPECT_EQ(c.truncate(a, 6), 6);
   EXPECT_EQ(c.view(a, 2).k_pages.size(), 2u);
   c.check_invariants();
-  append(c, a, 4, 500);  // overwrites the rest of page 1 and starts page 2
+  append_rows(c, a, 4, 500);  // overwrites the rest of page 1 and starts page 2
   expect_rows(c, a, [](int64_t p) { return p < 6 ? p : 500 + p; });
   EXPECT_EQ(c.truncate(a, 0), 0);
   EXPECT_EQ(c.usage().pages_used[0], 0);
   c.check_invariants();
-  append(c, a, 2, 900);
+  append_rows(c, a, 2, 900);
   expect_rows(c, a, [](int64_t p) { return 900 + p; });
   EXPECT_THROW(c.truncate(a, 3), Error);
   EXPECT_THROW(c.truncate(a, -1), Error);
@@ -117,9 +93,9 @@ TEST(KvEdit, TruncateInsideAPageAtZeroAndAtTheEnd) {
 
 TEST(KvEdit, SlidingGroupHoldsWindowPlusSlackOnly) {
   // Layers 0, 2 full; 1, 3 window 8; page 4; slack 4.
-  KvCache c(make_layout({0, 8, 0, 8}), opts(DType::kF16, DType::kQ8_0, 4));
+  KvCache c(make_layout({0, 8, 0, 8}), test_options(DType::kF16, DType::kQ8_0, 4));
   const SeqId a = c.create();
-  for (int i = 0; i < 10; ++i) append(c, a, 4, 0);
+  for (int i = 0; i < 10; ++i) append_rows(c, a, 4, 0);
   ASSERT_EQ(c.length(a), 40);
   // keep_from(40) = 40 - 8 - 4 = 28: pages 7..9 of the sliding group are held.
   EXPECT_EQ(c.view(a, 1).first_held, 28);
@@ -137,10 +113,10 @@ TEST(KvEdit, TruncateKeepsEveryGroupOnOneLength) {
     for (int32_t window : {8, 16}) {
       for (int64_t cut = 0; cut <= 100; cut += page == 4 ? 1 : 3) {
         KvCache c(make_layout({0, window, window, 0}),
-                  opts(DType::kQ8_0, DType::kQ8_0, page, 512, 6));
+                  test_options(DType::kQ8_0, DType::kQ8_0, page, 512, 6));
         const SeqId a = c.create();
-        append(c, a, 57, 0);
-        append(c, a, 43, 0);
+        append_rows(c, a, 57, 0);
+        append_rows(c, a, 43, 0);
         const int64_t first_held = c.view(a, 1).first_held;
         const int64_t got = c.truncate(a, cut);
         // Served exactly when the sliding group still holds [cut - window, cut).
@@ -150,7 +126,7 @@ TEST(KvEdit, TruncateKeepsEveryGroupOnOneLength) {
         }
         c.check_invariants();
         for (int32_t l = 0; l < 4; ++l) EXPECT_EQ(c.view(a, l).n_positions, got);
-        append(c, a, 5, 777);
+        append_rows(c, a, 5, 777);
         c.check_invariants();
         expect_rows(c, a, [got](int64_t p) { return p < got ? p : 777 + p; });
       }
@@ -160,9 +136,9 @@ TEST(KvEdit, TruncateKeepsEveryGroupOnOneLength) {
 
 TEST(KvEdit, ShiftRenumbersAndReRotatesK) {
   for (DType kt : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_1}) {
-    KvCache c(make_layout({0, 0}), opts(kt, DType::kQ5_0, 4));
+    KvCache c(make_layout({0, 0}), test_options(kt, DType::kQ5_0, 4));
     const SeqId a = c.create();
-    append(c, a, 13, 0);
+    append_rows(c, a, 13, 0);
     EXPECT_EQ(c.shift(a, 2, 5, test_rotate), 8);
     EXPECT_EQ(c.length(a), 8);
     c.check_invariants();
@@ -180,15 +156,15 @@ TEST(KvEdit, ShiftRenumbersAndReRotatesK) {
       }
     }
     // Appending after a shift continues at the new length.
-    append(c, a, 3, 100);
+    append_rows(c, a, 3, 100);
     c.check_invariants();
   }
 }
 
 TEST(KvEdit, ShiftRotatesOnlyTheRopeDimensions) {
-  KvCache c(make_layout({0}), opts(DType::kF32, DType::kF32, 8));
+  KvCache c(make_layout({0}), test_options(DType::kF32, DType::kF32, 8));
   const SeqId a = c.create();
-  append(c, a, 20, 0);
+  append_rows(c, a, 20, 0);
   c.shift(a, 1, 9, test_rotate);
   std::vector<float> got(kRowElems);
   c.read_k(a, 0, 5, got.data());
@@ -203,13 +179,13 @@ TEST(KvEdit, ShiftRotatesOnlyTheRopeDimensions) {
 
 TEST(KvEdit, ShiftSucceedsOnAFullPool) {
   // Context shift runs exactly when the context is full: it must not need a second copy.
-  KvCache c(make_layout({0, 8}), opts(DType::kQ8_0, DType::kQ8_0, 4, 28));
+  KvCache c(make_layout({0, 8}), test_options(DType::kQ8_0, DType::kQ8_0, 4, 28));
   const SeqId a = c.create();
-  append(c, a, 44, 0);  // the full group's 11 pages (28 tokens + 4 sequences' slack) used
+  append_rows(c, a, 44, 0);  // the full group's 11 pages (28 tokens + 4 sequences' slack) used
   ASSERT_EQ(c.usage().pages_used[0], c.usage().pages_total[0]);
   EXPECT_EQ(c.shift(a, 4, 14, test_rotate), 30);
   c.check_invariants();
-  append(c, a, 14, 50);
+  append_rows(c, a, 14, 50);
   c.check_invariants();
 }
 
@@ -217,9 +193,9 @@ TEST(KvEdit, ShiftOnSlidingGroups) {
   // Rows move across page boundaries, so the slack must cover a page for the renumbered
   // window to be held in whole pages.
   for (int32_t page : {4, 16}) {
-    KvCache c(make_layout({0, 8}), opts(DType::kF32, DType::kF32, page, 512, page));
+    KvCache c(make_layout({0, 8}), test_options(DType::kF32, DType::kF32, page, 512, page));
     const SeqId a = c.create();
-    append(c, a, 60, 0);
+    append_rows(c, a, 60, 0);
     const int64_t len = c.shift(a, 3, 30, test_rotate);
     EXPECT_EQ(len, 30);
     c.check_invariants();
@@ -229,7 +205,7 @@ TEST(KvEdit, ShiftOnSlidingGroups) {
     auto want = make_row(59, 1, false);
     test_rotate(1, want.data(), 1, -30);
     EXPECT_TRUE(same_bits(got, want));
-    append(c, a, 9, 0);
+    append_rows(c, a, 9, 0);
     c.check_invariants();
   }
 }
@@ -238,9 +214,9 @@ TEST(KvEdit, ShiftThatLosesTheWindowFallsBackToTheKeptPrefix) {
   // Window 8, slack 0, page 4: at length 40 the sliding group holds [32, 40). Dropping two
   // positions would need new [22, 30) = old [24, 32): gone. The kept prefix is not held
   // either, so the caller recomputes from 0.
-  KvCache c(make_layout({0, 8}), opts(DType::kF16, DType::kF16, 4, 256, 0));
+  KvCache c(make_layout({0, 8}), test_options(DType::kF16, DType::kF16, 4, 256, 0));
   const SeqId a = c.create();
-  append(c, a, 40, 0);
+  append_rows(c, a, 40, 0);
   EXPECT_EQ(c.shift(a, 20, 2, test_rotate), 0);
   EXPECT_EQ(c.view(a, 0).n_positions, 0);
   EXPECT_EQ(c.view(a, 1).n_positions, 0);
@@ -248,9 +224,9 @@ TEST(KvEdit, ShiftThatLosesTheWindowFallsBackToTheKeptPrefix) {
 }
 
 TEST(KvEdit, ThrowingRotatorEmptiesTheSequenceConsistently) {
-  KvCache c(make_layout({0, 0}), opts(DType::kQ8_0, DType::kF16, 4));
+  KvCache c(make_layout({0, 0}), test_options(DType::kQ8_0, DType::kF16, 4));
   const SeqId a = c.create();
-  append(c, a, 20, 0);
+  append_rows(c, a, 20, 0);
   const SeqId b = c.fork(a, 12);
   auto bad = [](int32_t, float*, int64_t, int64_t) { throw std::runtime_error("rope failed"); };
   EXPECT_THROW(c.shift(a, 2, 4, bad), std::runtime_error);

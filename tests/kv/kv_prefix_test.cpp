@@ -10,14 +10,8 @@ namespace {
 
 using tensor::DType;
 
-KvOptions opts(int32_t page, int64_t max_tokens, int32_t slack = 4) {
-  KvOptions o;
-  o.k_type = DType::kQ8_0;
-  o.v_type = DType::kQ4_0;
-  o.page_tokens = page;
-  o.max_tokens = max_tokens;
-  o.max_sequences = 4;
-  o.window_slack_tokens = slack;
+KvOptions opts(int32_t page, int64_t max_tokens) {
+  KvOptions o = test_options(DType::kQ8_0, DType::kQ4_0, page, max_tokens);
   o.max_batch_tokens = 32;
   return o;
 }

@@ -87,6 +87,33 @@ inline std::vector<float> view_row(const KvLayerView& v, int64_t pos, bool is_v)
   return row;
 }
 
+// Options for small test caches.
+inline KvOptions test_options(tensor::DType k, tensor::DType v, int32_t page = 4,
+                              int64_t max_tokens = 256, int32_t slack = 4) {
+  KvOptions o;
+  o.k_type = k;
+  o.v_type = v;
+  o.page_tokens = page;
+  o.max_tokens = max_tokens;
+  o.max_sequences = 4;
+  o.window_slack_tokens = slack;
+  o.max_batch_tokens = 64;
+  return o;
+}
+
+// Appends n positions to seq whose rows are make_row(key + position, layer, is_v).
+inline void append_rows(KvCache& c, SeqId s, int64_t n, uint64_t key) {
+  c.reserve(s, n);
+  const int64_t len = c.length(s);
+  for (int64_t p = len; p < len + n; ++p) {
+    for (int32_t l = 0; l < c.layout().n_layers(); ++l) {
+      c.write_k(s, l, p, make_row(key + p, l, false).data());
+      c.write_v(s, l, p, make_row(key + p, l, true).data());
+    }
+  }
+  c.commit(s, n);
+}
+
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
