@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/fault.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -70,6 +71,9 @@ void ThreadPool::worker_loop(int /*index*/) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
+  // Every kernel of a forward pass comes through here: the fault-injection point that
+  // lands "inside forward" (after some KV rows are written, before the commit).
+  fault_point("kernel");
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (workers_.empty() || n <= grain) {

@@ -67,8 +67,10 @@ class Backend {
   // (tokens.size() == length(seq)), in the prefix index so later requests reuse them.
   virtual void publish(SeqId seq, std::span<const int32_t> tokens) = 0;
   virtual void release(SeqId seq) = 0;
-  // Context shift: drops [n_keep, n_keep + n_discard) and renumbers the rest.
-  virtual void shift(SeqId seq, int64_t n_keep, int64_t n_discard) = 0;
+  // Context shift: drops [n_keep, n_keep + n_discard) and renumbers the rest. Returns
+  // the resulting length: len - n_discard, or less when the cache could not keep some
+  // positions (the engine recomputes them from its tokens).
+  virtual int64_t shift(SeqId seq, int64_t n_keep, int64_t n_discard) = 0;
   // Throws keel::Error(kInternal) naming the first violated cache invariant.
   virtual void check_invariants() const = 0;
   virtual KvUsage kv_usage() const = 0;

@@ -71,6 +71,7 @@ struct Engine::Impl {
 
   // Engine-thread helpers.
   void finish_job(Job& job, FinishReason reason, const std::string& error);
+  void count_finish(FinishReason reason);
   void admit(Job job);
   void end_slot(Slot& slot, FinishReason reason, const std::string& error);
   bool make_room(Slot& slot);
@@ -90,6 +91,7 @@ struct Engine::Impl {
   std::vector<Slot> slots;
   uint64_t admissions = 0;
   uint64_t rotation = 0;
+  bool recheck_cache = false;  // something failed mid-way: run the invariant checker
   std::vector<float> logits;  // [n_want][n_vocab]
 };
 
@@ -239,7 +241,7 @@ bool Engine::Impl::step() {
         if (!make_room(slot)) end_slot(slot, FinishReason::kLength, "");
       } catch (const std::exception& e) {
         end_slot(slot, FinishReason::kError, std::string("context shift failed: ") + e.what());
-        check_cache("after a failed context shift");
+        recheck_cache = true;
       }
     }
   }
@@ -251,11 +253,16 @@ bool Engine::Impl::step() {
     SlotDemand d;
     d.slot = static_cast<int32_t>(i);
     d.admitted = slot.admitted;
-    d.decoding = slot.state == Slot::State::kGenerating;
-    d.remaining = d.decoding ? 1 : slot.n_prompt - backend->length(slot.seq);
+    d.remaining = static_cast<int64_t>(slot.tokens.size()) - backend->length(slot.seq);
+    // Only a lone sampled token is a decode; a prompt, or what a lossy context shift left
+    // to recompute, is prefilled in chunks.
+    d.decoding = slot.state == Slot::State::kGenerating && d.remaining == 1;
     demands.push_back(d);
   }
-  if (demands.empty()) return true;
+  if (demands.empty()) {
+    if (recheck_cache) check_cache("after ending requests");
+    return true;
+  }
   std::vector<SlotShare> plan = plan_batch(demands, options.batch_tokens, rotation++);
 
   // Shape: batch entries grouped per slot, positions consecutive from length(seq).
@@ -265,8 +272,8 @@ bool Engine::Impl::step() {
     int64_t len = backend->length(slot.seq);
     for (int64_t i = 0; i < share.n_tokens; ++i) {
       int64_t pos = len + i;
-      bool last_prompt = slot.state == Slot::State::kPrefilling && pos == slot.n_prompt - 1;
-      bool want = slot.state == Slot::State::kGenerating || last_prompt;
+      // Logits only where the next token is sampled: after the last unfed token.
+      bool want = pos == static_cast<int64_t>(slot.tokens.size()) - 1;
       batch.push_back({slot.tokens[static_cast<size_t>(pos)], pos, slot.seq, want});
     }
   }
@@ -275,6 +282,11 @@ bool Engine::Impl::step() {
   try {
     fault_point("engine.forward");
     backend->forward(batch, &logits);
+    size_t n_want = static_cast<size_t>(std::count_if(batch.begin(), batch.end(), [](const BatchEntry& e) { return e.want_logits; }));
+    if (logits.size() != n_want * static_cast<size_t>(n_vocab)) {
+      throw Error(ErrorCode::kInternal, "forward returned " + std::to_string(logits.size()) + " logits for " +
+                                            std::to_string(n_want) + " rows of " + std::to_string(n_vocab));
+    }
   } catch (const std::exception& e) {
     record_step(std::chrono::duration<double>(Clock::now() - t0).count(), true);
     fail_batch(plan, e.what());
@@ -285,8 +297,7 @@ bool Engine::Impl::step() {
   size_t row = 0;
   for (const SlotShare& share : plan) {
     Slot& slot = slots[share.slot];
-    bool want = slot.state == Slot::State::kGenerating ||
-                backend->length(slot.seq) == slot.n_prompt;
+    bool want = backend->length(slot.seq) == static_cast<int64_t>(slot.tokens.size());
     if (!want) continue;  // prefill continues next step
     const float* row_ptr = logits.data() + row * static_cast<size_t>(n_vocab);
     ++row;
@@ -315,16 +326,22 @@ bool Engine::Impl::step() {
     if (done) end_slot(slot, *done, "");
   }
   record_step(std::chrono::duration<double>(Clock::now() - t0).count(), false);
-  if (options.check_kv) check_cache("after a step");
+  if (options.check_kv || recheck_cache) check_cache("after a step");
   return true;
 }
 
 void Engine::Impl::finish_job(Job& job, FinishReason reason, const std::string& error) {
+  count_finish(reason);
   Event done;
   done.reason = reason;
   done.error = error;
   done.usage.prompt_tokens = static_cast<int64_t>(job.request.prompt.size());
   job.channel->finish(std::move(done));
+}
+
+// Bookkeeping before the Finish event goes out, so a client that reads it and at once
+// submits again, or reads stats(), sees the slot free and the request counted.
+void Engine::Impl::count_finish(FinishReason reason) {
   std::lock_guard<std::mutex> lock(shared->mutex);
   ++shared->stats.requests_finished[static_cast<int>(reason)];
   if (reason == FinishReason::kCancelled) ++shared->stats.cancellations;
@@ -370,7 +387,6 @@ void Engine::Impl::admit(Job job) {
 }
 
 void Engine::Impl::end_slot(Slot& slot, FinishReason reason, const std::string& error) {
-  slot.finish(reason, error);
   // Keep what was computed: a retry of the same prompt (a client that disconnected
   // during a long prefill) is then served from the cache.
   try {
@@ -387,14 +403,15 @@ void Engine::Impl::end_slot(Slot& slot, FinishReason reason, const std::string& 
   } catch (const std::exception& e) {
     log_error(std::string("engine: releasing the sequence of request ") + std::to_string(slot.channel->id()) +
               " failed: " + e.what());
-    check_cache("after a failed release");
+    recheck_cache = true;  // checked at the end of the step (not here: no recursion)
   }
+  {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    --shared->active;
+  }
+  count_finish(reason);
+  slot.finish(reason, error);
   slot = Slot{};
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  --shared->active;
-  ++shared->stats.requests_finished[static_cast<int>(reason)];
-  if (reason == FinishReason::kCancelled) ++shared->stats.cancellations;
-  if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
 }
 
 // Makes room for the next decode token at the end of the context: a context shift when
@@ -405,6 +422,8 @@ bool Engine::Impl::make_room(Slot& slot) {
   if (!options.context_shift) return false;
   int64_t n_keep = std::min<int64_t>(options.n_keep, len - 1);
   int64_t n_discard = (len - n_keep) / 2;
+  // The pending token stays at the end of tokens; positions the cache could not keep
+  // (a sliding window that no longer covers them) are recomputed by the next steps.
   backend->shift(slot.seq, n_keep, n_discard);
   slot.tokens.erase(slot.tokens.begin() + n_keep, slot.tokens.begin() + n_keep + n_discard);
   slot.shifted = true;
@@ -425,6 +444,7 @@ void Engine::Impl::fail_batch(const std::vector<SlotShare>& plan, const std::str
 }
 
 void Engine::Impl::check_cache(const char* when) {
+  recheck_cache = false;
   try {
     backend->check_invariants();
   } catch (const std::exception& e) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sampling/sampler.h"
+
 namespace keel::engine::test {
 
 Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit) {
@@ -59,6 +61,38 @@ Request make_request(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t s
   r.sampling.seed = seed;
   r.sampling.temperature = temperature;
   return r;
+}
+
+Expected oracle(const FakeBackend& fake, const Request& r, int32_t n_ctx) {
+  Expected e;
+  sampling::Sampler sampler(r.sampling);
+  sampler.accept(r.prompt);
+  std::vector<int32_t> history = r.prompt;
+  while (true) {
+    std::vector<float> row = fake.logits_after(history);
+    int32_t token = sampler.sample(row).token;
+    sampler.accept(token);
+    history.push_back(token);
+    ++e.completion_tokens;
+    if (!r.ignore_eos && fake.is_end_of_generation(token)) {
+      e.reason = FinishReason::kStop;
+      return e;
+    }
+    e.tokens.push_back(token);
+    e.text += fake.token_piece(token);
+    size_t first = std::string::npos;
+    for (const std::string& stop : r.stop) first = std::min(first, e.text.find(stop));
+    if (first != std::string::npos) {
+      e.text.resize(first);
+      e.reason = FinishReason::kStop;
+      return e;
+    }
+    if ((r.max_tokens >= 0 && e.completion_tokens >= r.max_tokens) ||
+        static_cast<int64_t>(history.size()) >= n_ctx) {
+      e.reason = FinishReason::kLength;
+      return e;
+    }
+  }
 }
 
 std::vector<int32_t> random_prompt(uint64_t seed, size_t n, int32_t n_vocab) {

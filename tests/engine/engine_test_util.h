@@ -46,6 +46,17 @@ class Gate {
   bool entered_ = false, open_ = false;
 };
 
+// The fresh-recomputation oracle: what a request must produce on `fake` with a context of
+// n_ctx (no context shift), computed straight from the fake model's logits and a new
+// Sampler, without the engine.
+struct Expected {
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason reason = FinishReason::kStop;
+  int64_t completion_tokens = 0;
+};
+Expected oracle(const FakeBackend& fake, const Request& request, int32_t n_ctx);
+
 // A prompt of n tokens from ids [2, n_vocab), seeded.
 std::vector<int32_t> random_prompt(uint64_t seed, size_t n, int32_t n_vocab);
 

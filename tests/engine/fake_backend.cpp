@@ -112,12 +112,15 @@ void FakeBackend::release(SeqId seq) {
   if (!seqs_.erase(seq)) throw Error(ErrorCode::kInvalidArgument, "fake release: unknown sequence");
 }
 
-void FakeBackend::shift(SeqId seq, int64_t n_keep, int64_t n_discard) {
+int64_t FakeBackend::shift(SeqId seq, int64_t n_keep, int64_t n_discard) {
   std::vector<int32_t>& toks = seqs_.at(seq);
   if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > static_cast<int64_t>(toks.size())) {
     throw Error(ErrorCode::kInvalidArgument, "fake shift: bad range");
   }
   toks.erase(toks.begin() + n_keep, toks.begin() + n_keep + n_discard);
+  // Like a sliding window that lost positions: optionally keep less than asked.
+  if (shift_loses > 0) toks.resize(toks.size() - std::min<size_t>(toks.size() - 1, shift_loses));
+  return static_cast<int64_t>(toks.size());
 }
 
 void FakeBackend::check_invariants() const {}

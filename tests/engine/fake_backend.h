@@ -36,7 +36,7 @@ class FakeBackend : public Backend {
   void forward(std::span<const BatchEntry> batch, std::vector<float>* logits) override;
   void publish(SeqId seq, std::span<const int32_t> tokens) override;
   void release(SeqId seq) override;
-  void shift(SeqId seq, int64_t n_keep, int64_t n_discard) override;
+  int64_t shift(SeqId seq, int64_t n_keep, int64_t n_discard) override;
   void check_invariants() const override;
   KvUsage kv_usage() const override;
   int64_t empty_attention_rows() const override { return 0; }
@@ -50,6 +50,7 @@ class FakeBackend : public Backend {
   std::function<void(std::span<const BatchEntry>)> on_forward;
   std::function<int32_t(const std::vector<int32_t>&)> forced;  // -1 = not forced
   bool eog_allowed = true;  // false: token 0 never wins (runs go to max_tokens)
+  size_t shift_loses = 0;   // shift() drops this many extra positions at the end
 
   // Observations for tests (engine thread writes, read after the engine is done).
   int64_t live_sequences() const { return static_cast<int64_t>(seqs_.size()); }

@@ -1,0 +1,268 @@
+// The engine over real models (stories260K, the trained one; the llama and qwen3 reference
+// sets, random weights): reference greedy text, batch/chunk/cache invariance against solo
+// runs, cancellation with cache reuse, fault injection inside the forward pass, and the
+// memory plan.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/fault.h"
+#include "engine/model_backend.h"
+#include "engine_test_util.h"
+#include "support/paths.h"
+
+namespace keel::engine::test {
+namespace {
+
+std::string stories_path() { return keel::test::shared_dir() + "/models/stories260K.gguf"; }
+
+LoadOptions load_options(const std::string& path, int32_t parallel, int32_t batch, int32_t ctx = 256) {
+  LoadOptions o;
+  o.model_path = path;
+  o.engine.n_parallel = parallel;
+  o.engine.batch_tokens = batch;
+  o.engine.n_ctx = ctx;
+  o.engine.max_queue = 256;
+  o.engine.threads = 2;
+  o.engine.check_kv = true;
+  o.mem_limit_bytes = 1ull << 30;
+  return o;
+}
+
+// Loaded once per model; every test starts its own engines (own KV cache) on it.
+const LoadedModel& loaded(const std::string& path) {
+  static std::map<std::string, LoadedModel> cache;
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, open_model(load_options(path, 1, 64))).first;
+  return it->second;
+}
+
+std::vector<int32_t> read_ids(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<int32_t> ids;
+  int32_t v;
+  while (f >> v) ids.push_back(v);
+  return ids;
+}
+
+Outcome run_solo(const std::string& path, const Request& r, int32_t batch = 512, int32_t ctx = 256) {
+  auto engine = start_engine(loaded(path), load_options(path, 1, batch, ctx));
+  RequestHandle h = engine->submit(r);
+  return collect(h);
+}
+
+TEST(ModelEngine, StoriesGreedyTextEqualsTheReference) {
+  std::vector<int32_t> ids = read_ids(keel::test::reference_path("stories260K", "generate-tokens.txt"));
+  ASSERT_EQ(ids.size(), 69u);
+  std::vector<int32_t> prompt(ids.begin(), ids.begin() + 5), want(ids.begin() + 5, ids.end());
+  Request r = make_request(prompt, 64);
+  r.ignore_eos = true;
+  for (int32_t batch : {512, 2}) {  // one chunk, and a prompt prefilled 2 tokens at a time
+    Outcome out = run_solo(stories_path(), r, batch);
+    EXPECT_EQ(out.tokens, want) << "batch " << batch;
+    EXPECT_EQ(out.reason, FinishReason::kLength);
+    EXPECT_EQ(out.text.rfind(", there was a little girl named Lily.", 0), 0u) << out.text;
+  }
+}
+
+// Concurrent requests with shared prefixes, several chunk budgets, some served from the
+// cache: every output bitwise equal (same tokens) to the request's solo run.
+void mixed_workload_equals_solo(const std::string& path) {
+  std::vector<int32_t> system = read_ids(keel::test::reference_path("llama", "tokens.txt"));
+  ASSERT_GE(system.size(), 40u);
+  std::vector<Request> requests;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int32_t> p(system.begin(), system.begin() + (i % 3 == 0 ? 12 + i : 40));
+    std::vector<int32_t> tail = random_prompt(static_cast<uint64_t>(i), 2 + i % 5, 500);
+    p.insert(p.end(), tail.begin(), tail.end());
+    Request r = make_request(p, 8 + i % 5, 77 + static_cast<uint64_t>(i), i % 2 ? 0.9f : 0.0f);
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  std::vector<Outcome> solo;
+  for (const Request& r : requests) solo.push_back(run_solo(path, r));
+  for (int32_t batch : {7, 64}) {
+    auto engine = start_engine(loaded(path), load_options(path, 4, batch));
+    std::vector<Outcome> outs(requests.size());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<std::pair<size_t, RequestHandle>> mine;
+        for (size_t i = static_cast<size_t>(t); i < requests.size(); i += 2) mine.emplace_back(i, engine->submit(requests[i]));
+        for (auto& [i, h] : mine) outs[i] = collect(h);
+      });
+    }
+    for (auto& th : threads) th.join();
+    // A second round is served from the prefix cache.
+    std::vector<Outcome> again;
+    for (const Request& r : requests) {
+      RequestHandle h = engine->submit(r);
+      again.push_back(collect(h));
+    }
+    int64_t cached = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(outs[i].tokens, solo[i].tokens) << path << " batch " << batch << " request " << i;
+      EXPECT_EQ(again[i].tokens, solo[i].tokens) << path << " batch " << batch << " cached request " << i;
+      EXPECT_GT(again[i].usage.cached_tokens, 0) << "request " << i;
+      cached += again[i].usage.cached_tokens;
+    }
+    EXPECT_GT(cached, 100);
+  }
+}
+
+TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnStories) { mixed_workload_equals_solo(stories_path()); }
+TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnLlama) {
+  mixed_workload_equals_solo(keel::test::reference_path("llama", "model.gguf"));
+}
+TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnQwen3) {
+  mixed_workload_equals_solo(keel::test::reference_path("qwen3", "model.gguf"));
+}
+
+// Runs a hook before each forward pass of the wrapped backend (on the engine thread).
+class HookedBackend : public Backend {
+ public:
+  HookedBackend(std::unique_ptr<Backend> inner, std::function<void()> hook)
+      : inner_(std::move(inner)), hook_(std::move(hook)) {}
+  int32_t n_vocab() const override { return inner_->n_vocab(); }
+  Opened open(std::span<const int32_t> p, int64_t m) override { return inner_->open(p, m); }
+  int64_t length(SeqId s) const override { return inner_->length(s); }
+  void forward(std::span<const BatchEntry> b, std::vector<float>* l) override {
+    hook_();
+    inner_->forward(b, l);
+  }
+  void publish(SeqId s, std::span<const int32_t> t) override { inner_->publish(s, t); }
+  void release(SeqId s) override { inner_->release(s); }
+  int64_t shift(SeqId s, int64_t k, int64_t d) override { return inner_->shift(s, k, d); }
+  void check_invariants() const override { inner_->check_invariants(); }
+  KvUsage kv_usage() const override { return inner_->kv_usage(); }
+  int64_t empty_attention_rows() const override { return inner_->empty_attention_rows(); }
+  std::unique_ptr<TokenDecoder> make_decoder() const override { return inner_->make_decoder(); }
+  std::string token_piece(int32_t t) const override { return inner_->token_piece(t); }
+  bool is_end_of_generation(int32_t t) const override { return inner_->is_end_of_generation(t); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::function<void()> hook_;
+};
+
+TEST(ModelEngine, CancelDuringPrefillKeepsTheComputedPrefixForTheRetry) {
+  const std::string path = stories_path();
+  std::vector<int32_t> prompt = random_prompt(5, 150, 500);
+  prompt.insert(prompt.begin(), 1);
+  Request r = make_request(prompt, 6, 3, 0.8f);
+  Outcome solo = run_solo(path, r);
+  LoadOptions o = load_options(path, 1, 32);
+  const LoadedModel& m = loaded(path);
+  RequestHandle h;
+  int calls = 0;
+  auto backend = std::make_unique<HookedBackend>(std::make_unique<ModelBackend>(m.model, m.tokenizer, o), [&] {
+    if (++calls == 3) h.cancel();  // the third chunk still completes; no fourth
+  });
+  Engine engine(std::move(backend), o.engine);
+  h = engine.submit(r);
+  Outcome cancelled = collect(h);
+  EXPECT_EQ(cancelled.reason, FinishReason::kCancelled);
+  EXPECT_EQ(calls, 3);
+  RequestHandle retry = engine.submit(r);
+  Outcome out = collect(retry);
+  EXPECT_EQ(out.tokens, solo.tokens);
+  EXPECT_EQ(out.usage.cached_tokens, 96);  // the three computed chunks
+  // And a retry of the finished request reuses all but the last prompt token.
+  RequestHandle again = engine.submit(r);
+  Outcome third = collect(again);
+  EXPECT_EQ(third.tokens, solo.tokens);
+  EXPECT_EQ(third.usage.cached_tokens, static_cast<int64_t>(prompt.size()) - 1);
+}
+
+TEST(ModelEngine, FaultsInsideTheForwardPassFailOnlyTheirRequests) {
+  const std::string path = stories_path();
+  const int kRequests = 120;
+  std::vector<Request> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    std::vector<int32_t> p = {1};
+    std::vector<int32_t> tail = random_prompt(static_cast<uint64_t>(i % 10), 4 + i % 20, 500);
+    p.insert(p.end(), tail.begin(), tail.end());
+    Request r = make_request(p, 4, static_cast<uint64_t>(i), 0.7f);
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  auto engine = start_engine(loaded(path), load_options(path, 4, 16));
+  std::vector<RequestHandle> handles;
+  std::vector<Outcome> outs;
+  int64_t injected0 = faults_injected();
+  fault_configure({"kernel", 0.002, 7});
+  for (const Request& r : requests) handles.push_back(engine->submit(r));
+  for (RequestHandle& h : handles) outs.push_back(collect(h));
+  fault_disable();
+  int64_t injected = faults_injected() - injected0;
+  int errors = 0;
+  // Reference outputs from a fresh engine without faults (requests repeat every 10).
+  auto fresh = start_engine(loaded(path), load_options(path, 4, 64));
+  std::map<size_t, Outcome> want;
+  for (int i = 0; i < kRequests; ++i) {
+    if (outs[i].reason == FinishReason::kError) {
+      ++errors;
+      EXPECT_NE(outs[i].error.find("injected fault at kernel"), std::string::npos) << outs[i].error;
+      continue;
+    }
+    RequestHandle h = fresh->submit(requests[i]);
+    EXPECT_EQ(outs[i].tokens, collect(h).tokens) << "request " << i;
+  }
+  std::printf("model fault injection: %d requests, %lld faults injected inside forward, %d failed\n", kRequests,
+              static_cast<long long>(injected), errors);
+  EXPECT_GT(injected, 0);
+  EXPECT_GT(errors, 0);
+  EXPECT_LT(errors, kRequests);
+  // After the faults the same engine gives a fresh engine's output.
+  for (int i = 0; i < 10; ++i) {
+    RequestHandle a = engine->submit(requests[i]);
+    RequestHandle b = fresh->submit(requests[i]);
+    EXPECT_EQ(collect(a).tokens, collect(b).tokens);
+  }
+  EXPECT_EQ(engine->stats().empty_attention_rows, 0);
+}
+
+TEST(ModelEngine, ContextShiftRunsPastTheContext) {
+  const std::string path = stories_path();
+  LoadOptions o = load_options(path, 1, 64, 64);
+  o.engine.context_shift = true;
+  o.engine.n_keep = 4;
+  auto engine = start_engine(loaded(path), o);
+  Request r = make_request({1, 403, 407, 261, 378}, 150);
+  r.ignore_eos = true;
+  RequestHandle h = engine->submit(r);
+  Outcome out = collect(h);
+  EXPECT_EQ(out.reason, FinishReason::kLength);
+  EXPECT_EQ(out.tokens.size(), 150u);
+}
+
+TEST(ModelEngine, MemoryPlanRefusesAndNamesWhatFits) {
+  const std::string path = keel::test::reference_path("qwen3", "model.gguf");  // head_dim 32: q8_0 KV possible
+  LoadOptions o = load_options(path, 4, 512, 8192);
+  const LoadedModel& m = loaded(path);
+  MemoryPlan roomy = plan_model_memory(*m.model, o);
+  EXPECT_TRUE(roomy.fits) << roomy.to_text();
+  EXPECT_GT(roomy.kv_bytes, 0u);
+  // A limit just below the plan: refused, with alternatives that fit.
+  o.mem_limit_bytes = roomy.total_bytes - 1;
+  MemoryPlan tight = plan_model_memory(*m.model, o);
+  EXPECT_FALSE(tight.fits);
+  ASSERT_FALSE(tight.alternatives.empty()) << tight.to_text();
+  EXPECT_EQ(tight.alternatives[0].flags, "-ctk q8_0 -ctv q8_0");
+  LoadedModel copy = m;
+  copy.plan = tight;
+  try {
+    start_engine(copy, o);
+    FAIL() << "started an engine that does not fit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("q8_0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace keel::engine::test
