@@ -35,8 +35,10 @@ sanitize-test: setup
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_FUZZ=ON -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
-	mkdir -p build-fuzz/corpus && cp ../shared/models/*.gguf ../shared/reference/*/model.gguf build-fuzz/corpus/ 2>/dev/null; true
-	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -rss_limit_mb=4096 build-fuzz/corpus
+	# Seed corpus: every real file, named by its path (the reference sets all call theirs model.gguf).
+	mkdir -p build-fuzz/corpus && for f in ../shared/models/*.gguf ../shared/reference/*/model.gguf ../shared/reference/vocab/*.gguf; do \
+	  [ -f "$$f" ] && cp -f "$$f" "build-fuzz/corpus/$$(echo "$$f" | sed 's|^\.\./shared/||; s|/|_|g')"; done; true
+	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -max_len=$(or $(FUZZ_MAX_LEN),262144) -rss_limit_mb=4096 build-fuzz/corpus
 
 bench: build
 	./$(BUILD)/bench/keel_bench_kernels
