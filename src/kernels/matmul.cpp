@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/dot.h"
+#include "kernels/qmatmul_driver.h"
 
 namespace keel::kernels {
 
@@ -17,6 +18,7 @@ WeightMatrix WeightMatrix::packed(tensor::DType type, const void* data, int64_t 
   w.n_in = n_in;
   w.n_out = n_out;
   w.row_stride = tensor::row_bytes(type, n_in);
+  w.pack = make_pack_cache(type);
   return w;
 }
 
@@ -65,6 +67,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
   if (!w.data || w.n_in <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "matmul: empty weight matrix");
   }
+  if (matmul_integer(w, x, n_rows, y, pool)) return;
   if (pool == nullptr || pool->size() <= 1 || w.n_out <= kRowsPerChunk ||
       w.n_out * w.n_in * n_rows < kMinParallelWork) {
     matmul_range(w, x, n_rows, y, 0, w.n_out);

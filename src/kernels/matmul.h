@@ -6,6 +6,9 @@
 //
 // matmul(): y[r][o] = dot(W row o, x[r]) for r < n_rows, o < n_out.
 //   x: [n_rows][n_in] f32, y: [n_rows][n_out] f32 (must not alias x).
+// Block-quantized types with an integer path (q4_0, q8_0, q4_K, q6_K) quantize x per row to
+// 8 bits and use integer dot products (kernels/qmatmul.h; kernels/matmul_path.h selects);
+// the others, and MatmulPath::kReference, take the f32 reference below.
 // Batch invariance: each weight row is dequantized (tensor::dequantize_row, the scalar
 // reference) into a per-thread scratch row and dotted with every batch row by dot_f32, so
 // y[r][o] is computed by the same operations whatever n_rows is. Work is split across
@@ -16,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "tensor/types.h"
 
@@ -24,6 +28,9 @@ class ThreadPool;
 }
 
 namespace keel::kernels {
+namespace q {
+class PackCache;  // kernels/repack.h
+}
 
 struct WeightMatrix {
   tensor::DType type = tensor::DType::kF32;
@@ -31,6 +38,10 @@ struct WeightMatrix {
   int64_t n_in = 0;       // elements per row (the reduction dimension)
   int64_t n_out = 0;      // rows
   size_t row_stride = 0;  // bytes between rows (tensor::row_bytes(type, n_in) when packed)
+  // Interleaved copy for the SIMD integer kernels (kernels/qmatmul.h), built on first use
+  // and shared by copies of the view; null (set by packed() only) means the kernels run
+  // on the original rows instead, with the same results.
+  std::shared_ptr<q::PackCache> pack;
 
   // A view of `n_out` packed rows; throws keel::Error(kInvalidArgument) when n_in is not a
   // multiple of the type's block size.

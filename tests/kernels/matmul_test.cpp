@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_path.h"
 #include "tensor/types.h"
 
 namespace keel::kernels {
@@ -58,6 +59,8 @@ class MatmulTypes : public ::testing::TestWithParam<MatmulCase> {};
 
 TEST_P(MatmulTypes, MatchesDequantizedReferenceAndIsBatchInvariant) {
   const auto [type, n_in] = GetParam();
+  // The f32-activation oracle (qmatmul_simd_test.cpp covers the integer path).
+  ScopedMatmulPath reference(MatmulPath::kReference);
   const auto& tr = tensor::traits(type);
   if (!tr.has_quantize || !tr.has_dequantize) GTEST_SKIP() << tr.name << " conversions not built";
   const int64_t n_out = 37, n_rows = 7;

@@ -1,0 +1,73 @@
+// Integer matmul of block-quantized weights by 8-bit quantized activations — the fast path
+// behind kernels::matmul (matmul.h) for q4_0, q8_0, q4_K and q6_K weights.
+//
+// The arithmetic per output element y[r][o] is defined once, here, and every
+// implementation (scalar twin, AVX2, AVX-512 VNNI) performs exactly it, so they agree
+// bitwise with each other and a row's result never depends on the batch:
+//   for each weight block b, ascending:
+//     isum  = exact integer dot of the block's quants with the activation quants
+//     q4_0 / q8_0:  acc = fma(dw_b * dx_b, float(isum), acc)
+//     q4_K:         A = sum_j sc_j * isum_j,  B = sum_j m_j * xsum32_j   (exact ints)
+//                   acc = fma(d_b * dx_b, float(A), acc); acc = fma(-(dmin_b * dx_b), float(B), acc)
+//     q6_K:         A = sum_j sc_j * (isum16_j - 32 * xsum16_j)
+//                   acc = fma(d_b * dx_b, float(A), acc)
+//   y = acc (acc starts at +0).
+// The SIMD kernels get there with 16 weight rows interleaved per "panel" (repack.h): one
+// vector lane per output row, so there is no horizontal sum and no lane-order question.
+//
+// Thread-safety: all functions are pure over their arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/quantize_act.h"
+#include "tensor/types.h"
+
+namespace keel::kernels::q {
+
+inline constexpr int kPanelRows = 16;
+
+// A GGUF block read by copy (rows in a file need not be aligned for the struct).
+template <typename Block>
+Block load_block(const uint8_t* p) {
+  Block b;
+  std::memcpy(&b, p, sizeof b);
+  return b;
+}  // weight rows interleaved per panel (one per lane)
+
+// Instruction-set family of a kernel.
+enum class Isa { kScalar, kAvx2, kAvx512 };
+const char* isa_name(Isa isa);
+// The best family this machine (as capped by KEEL_CPU) supports.
+Isa best_isa();
+
+// Layout facts of one weight type on the integer path.
+struct Format {
+  tensor::DType type;
+  ActFormat act;
+  int64_t block;             // weight elements per block (32 or 256)
+  size_t src_block_bytes;    // bytes of one GGUF block
+  size_t panel_block_bytes;  // bytes of one block of a 16-row panel (repack.h)
+};
+// The format of `type`, or nullptr when it has no integer path.
+const Format* format_for(tensor::DType type);
+
+// Scalar twin on the ORIGINAL (GGUF) row layout: y = the defined arithmetic for weight
+// row `w_row` (n_in elements) against activation row r. The oracle of every SIMD kernel.
+float twin_dot(tensor::DType type, const uint8_t* w_row, const ActRows& a, int64_t r);
+
+// A panel kernel: for activation rows [r0, r1) computes y[r * ldy + i] for i < n_valid
+// (<= 16) from one packed panel of `n_blocks` blocks.
+using PanelFn = void (*)(const uint8_t* panel, int64_t n_blocks, const ActRows& a, int64_t r0,
+                         int64_t r1, float* y, int64_t ldy, int n_valid);
+
+// The panel kernel of `isa` for `type`, or nullptr (scalar has none: it uses twin_dot).
+PanelFn panel_kernel(Isa isa, tensor::DType type);
+
+// Per-ISA tables (defined in qmatmul_avx512.cpp / qmatmul_avx2.cpp).
+PanelFn panel_kernel_avx512(tensor::DType type);
+PanelFn panel_kernel_avx2(tensor::DType type);
+
+}  // namespace keel::kernels::q

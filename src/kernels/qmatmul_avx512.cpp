@@ -1,0 +1,221 @@
+// AVX-512 VNNI panel kernels of the integer matmul (qmatmul.h defines the arithmetic,
+// repack.h the panel layout). One zmm lane per weight row of the panel; up to 4
+// activation rows share each weight load (prefill), 1 row is the decode case — both run the
+// same per-lane instruction sequence, so results do not depend on the batch.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/qmatmul.h"
+
+#pragma GCC push_options
+// GCC 12 flags its own _mm512_undefined_* (self-initialized on purpose) in the conversion
+// intrinsics as maybe-uninitialized; the warning is about the header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")
+
+namespace keel::kernels::q {
+namespace {
+
+constexpr int kTile = 4;  // activation rows per weight load
+
+inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+inline __m512 load_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+template <int R>
+struct RowPtrs {
+  const int8_t* x[R];
+  const float* d[R];
+  const int16_t* s16[R];
+  const int16_t* s32[R];
+  RowPtrs(const ActRows& a, int64_t r0) {
+    for (int r = 0; r < R; ++r) {
+      x[r] = a.row_qs(r0 + r);
+      d[r] = a.row_d(r0 + r);
+      s16[r] = a.sum16 ? a.row_sum16(r0 + r) : nullptr;
+      s32[r] = a.row_sum32(r0 + r);
+    }
+  }
+};
+
+template <int R>
+void store_rows(const __m512 (&acc)[R], float* y, int64_t r0, int64_t ldy, int n_valid) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << n_valid) - 1);
+  for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * ldy, mask, acc[r]);
+}
+
+// q4_0 (kQ4) and q8_0: isum = dot(u, x) - offset * xsum, u the stored unsigned quants.
+template <int R, bool kQ4>
+void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
+                 int64_t ldy, int n_valid) {
+  constexpr size_t kBlockBytes = kQ4 ? 288 : 544;
+  constexpr int kOffset = kQ4 ? 8 : 128;
+  const RowPtrs<R> p(a, r0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * kBlockBytes;
+    const __m512 dw = load_f16x16(blk);
+    __m512i isum[R];
+    for (int r = 0; r < R; ++r) isum[r] = _mm512_set1_epi32(-kOffset * p.s32[r][b]);
+    if constexpr (kQ4) {
+      for (int k = 0; k < 4; ++k) {
+        const __m512i v = load512(blk + 32 + 64 * k);
+        const __m512i lo = _mm512_and_si512(v, m4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        for (int r = 0; r < R; ++r) {
+          const int8_t* xb = p.x[r] + 32 * b;
+          isum[r] = _mm512_dpbusd_epi32(isum[r], lo, bcast4(xb + 4 * k));
+          isum[r] = _mm512_dpbusd_epi32(isum[r], hi, bcast4(xb + 16 + 4 * k));
+        }
+      }
+    } else {
+      for (int g = 0; g < 8; ++g) {
+        const __m512i v = load512(blk + 32 + 64 * g);
+        for (int r = 0; r < R; ++r) {
+          isum[r] = _mm512_dpbusd_epi32(isum[r], v, bcast4(p.x[r] + 32 * b + 4 * g));
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(p.d[r][b]));
+      acc[r] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum[r]), acc[r]);
+    }
+  }
+  store_rows<R>(acc, y, r0, ldy, n_valid);
+}
+
+template <int R>
+void q4_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
+               int64_t ldy, int n_valid) {
+  const RowPtrs<R> p(a, r0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * 2368;
+    __m512i A[R], B[R];
+    for (int r = 0; r < R; ++r) A[r] = B[r] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo[R], hi[R];
+      for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = load512(blk + 320 + 64 * (8 * c + k));
+        const __m512i l = _mm512_and_si512(v, m4);
+        const __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        for (int r = 0; r < R; ++r) {
+          const int8_t* xb = p.x[r] + 256 * b + 64 * c + 4 * k;
+          lo[r] = _mm512_dpbusd_epi32(lo[r], l, bcast4(xb));
+          hi[r] = _mm512_dpbusd_epi32(hi[r], h, bcast4(xb + 32));
+        }
+      }
+      const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 32 * c)));
+      const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 80 + 32 * c)));
+      for (int r = 0; r < R; ++r) {
+        A[r] = _mm512_add_epi32(A[r], _mm512_add_epi32(_mm512_mullo_epi32(sl, lo[r]),
+                                                       _mm512_mullo_epi32(sh, hi[r])));
+      }
+    }
+    for (int k = 0; k < 4; ++k) {
+      const __m512i mp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 192 + 32 * k)));
+      for (int r = 0; r < R; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, p.s32[r] + 8 * b + 2 * k, 4);
+        B[r] = _mm512_dpwssd_epi32(B[r], mp, _mm512_set1_epi32(pair));
+      }
+    }
+    const __m512 d = load_f16x16(blk), dmin = load_f16x16(blk + 32);
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(p.d[r][b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(A[r]), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(B[r]), acc[r]);
+    }
+  }
+  store_rows<R>(acc, y, r0, ldy, n_valid);
+}
+
+template <int R>
+void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
+               int64_t ldy, int n_valid) {
+  const RowPtrs<R> p(a, r0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = panel + b * 3360;
+    __m512i A[R];
+    for (int r = 0; r < R; ++r) A[r] = _mm512_setzero_si512();
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t* sub = blk + 288 + 192 * j;
+      const __m512i va = load512(sub), vb = load512(sub + 64), vh = load512(sub + 128);
+      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(va, m4), _mm512_and_si512(_mm512_slli_epi16(vh, 4), m30));
+      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(va, 4), m4),
+                                         _mm512_and_si512(_mm512_slli_epi16(vh, 2), m30));
+      const __m512i q2 = _mm512_or_si512(_mm512_and_si512(vb, m4), _mm512_and_si512(vh, m30));
+      const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(vb, 4), m4),
+                                         _mm512_and_si512(_mm512_srli_epi16(vh, 2), m30));
+      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j)));
+      for (int r = 0; r < R; ++r) {
+        const int8_t* xb = p.x[r] + 256 * b + 16 * j;
+        __m512i is = _mm512_set1_epi32(-32 * p.s16[r][16 * b + j]);
+        is = _mm512_dpbusd_epi32(is, q0, bcast4(xb));
+        is = _mm512_dpbusd_epi32(is, q1, bcast4(xb + 4));
+        is = _mm512_dpbusd_epi32(is, q2, bcast4(xb + 8));
+        is = _mm512_dpbusd_epi32(is, q3, bcast4(xb + 12));
+        A[r] = _mm512_add_epi32(A[r], _mm512_mullo_epi32(sc, is));
+      }
+    }
+    const __m512 d = load_f16x16(blk);
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[r][b])), _mm512_cvtepi32_ps(A[r]), acc[r]);
+    }
+  }
+  store_rows<R>(acc, y, r0, ldy, n_valid);
+}
+
+template <template <int> class K>
+void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y,
+           int64_t ldy, int n_valid) {
+  int64_t r = r0;
+  for (; r + kTile <= r1; r += kTile) K<kTile>::run(panel, nb, a, r, y, ldy, n_valid);
+  switch (r1 - r) {
+    case 3: K<3>::run(panel, nb, a, r, y, ldy, n_valid); break;
+    case 2: K<2>::run(panel, nb, a, r, y, ldy, n_valid); break;
+    case 1: K<1>::run(panel, nb, a, r, y, ldy, n_valid); break;
+    default: break;
+  }
+}
+
+template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, true>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q4_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q6_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q6_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
+
+}  // namespace
+
+PanelFn panel_kernel_avx512(tensor::DType type) {
+  switch (type) {
+    case tensor::DType::kQ8_0: return tiled<Q8_0K>;
+    case tensor::DType::kQ4_0: return tiled<Q4_0K>;
+    case tensor::DType::kQ4_K: return tiled<Q4_KK>;
+    case tensor::DType::kQ6_K: return tiled<Q6_KK>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace keel::kernels::q
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
