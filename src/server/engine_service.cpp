@@ -1,0 +1,97 @@
+#include "server/engine_service.h"
+
+namespace keel::server {
+namespace {
+
+// The HTTP side of one engine request.
+class HandleSource : public EventSource {
+ public:
+  explicit HandleSource(engine::RequestHandle handle) : handle_(std::move(handle)) {}
+  std::optional<engine::Event> next(std::chrono::milliseconds timeout) override { return handle_.next(timeout); }
+  void cancel() override { handle_.cancel(); }
+
+ private:
+  engine::RequestHandle handle_;  // its destructor cancels an unfinished request
+};
+
+std::string special_text(const tokenizer::Tokenizer& tok, tokenizer::TokenId id) {
+  return id == tokenizer::kNoToken ? std::string() : tok.token_text(id);
+}
+
+}  // namespace
+
+EngineService::EngineService(EngineServiceParts parts) : parts_(std::move(parts)) {}
+
+EngineService::~EngineService() = default;
+
+ModelInfo EngineService::model_info() const {
+  ModelInfo info;
+  info.id = parts_.model_id;
+  info.n_vocab = parts_.tokenizer->vocab_size();
+  info.n_ctx = parts_.engine->options().n_ctx;
+  info.n_parallel = parts_.engine->options().n_parallel;
+  info.chat_template = chat::family_name(parts_.chat_family);
+  return info;
+}
+
+std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& request) const {
+  const tokenizer::Tokenizer& tok = *parts_.tokenizer;
+  if (request.endpoint == Endpoint::kCompletion) {
+    if (!request.prompt_text) return request.prompt_tokens;
+    return tok.encode(*request.prompt_text, {});
+  }
+  std::vector<chat::Message> messages;
+  messages.reserve(request.messages.size());
+  for (const ChatMessage& m : request.messages) messages.push_back({chat::parse_role(m.role), m.content, ""});
+  chat::RenderOptions options;
+  options.add_generation_prompt = true;
+  if (tok.add_bos_default()) options.bos_token = special_text(tok, tok.special_ids().bos);
+  options.eos_token = special_text(tok, tok.special_ids().eos);
+  const std::string text = chat::render_chat(parts_.chat_family, messages, options);
+  tokenizer::EncodeOptions encode;
+  encode.add_bos = false;  // the template wrote it
+  encode.parse_special = true;
+  return tok.encode(text, encode);
+}
+
+std::vector<int32_t> EngineService::tokenize(std::string_view text, bool add_special, bool parse_special) const {
+  tokenizer::EncodeOptions options;
+  options.add_bos = add_special && parts_.tokenizer->add_bos_default();
+  options.add_eos = add_special && parts_.tokenizer->add_eos_default();
+  options.parse_special = parse_special;
+  return parts_.tokenizer->encode(text, options);
+}
+
+std::string EngineService::detokenize(const std::vector<int32_t>& tokens) const {
+  tokenizer::DecodeOptions options;
+  options.strip_space_prefix = true;
+  return parts_.tokenizer->decode(tokens, options);
+}
+
+std::string EngineService::token_piece(int32_t token) const {
+  if (token < 0 || token >= parts_.tokenizer->vocab_size()) return {};
+  return parts_.tokenizer->token_to_piece(token, /*render_special=*/true);
+}
+
+std::unique_ptr<EventSource> EngineService::submit(engine::Request request) {
+  return std::make_unique<HandleSource>(parts_.engine->submit(std::move(request)));
+}
+
+engine::EngineStats EngineService::stats() const { return parts_.engine->stats(); }
+
+std::vector<SlotInfo> EngineService::slots() const {
+  // The engine reports how many slots are busy, not which: slots are listed by state.
+  const engine::EngineStats s = parts_.engine->stats();
+  std::vector<SlotInfo> out;
+  for (int32_t i = 0; i < parts_.engine->options().n_parallel; ++i) {
+    SlotInfo slot;
+    slot.id = i;
+    slot.state = i < s.slots_busy ? "busy" : "idle";
+    out.push_back(slot);
+  }
+  return out;
+}
+
+void EngineService::shutdown(std::chrono::milliseconds grace) { parts_.engine->shutdown(grace); }
+
+}  // namespace keel::server

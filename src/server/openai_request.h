@@ -1,0 +1,58 @@
+// Parsing and validation of OpenAI chat-completion and completion requests.
+//
+// Contract:
+//  - parse_chat_request() / parse_completion_request() take the body (already a JSON
+//    object, see parse_body) and return a fully validated CompletionRequest, or throw
+//    ApiError 400 naming the offending parameter. Nothing about the model is looked up
+//    here except the vocabulary size (token ids, logit_bias keys).
+//  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
+//    out of range are errors, and so are features keel does not implement yet (n > 1,
+//    several prompts, tools, echo, suffix, non-text content) — never silently dropped.
+//  - Extensions beyond OpenAI's schema: top_k, min_p, repeat_penalty, ignore_eos.
+//  - The generation part is an engine::Request without its prompt: the caller renders /
+//    tokenizes the prompt and fills it in.
+//  - Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request_spec.h"
+#include "server/json_io.h"
+
+namespace keel::server {
+
+enum class Endpoint { kChat, kCompletion };
+
+struct ChatMessage {
+  std::string role;     // system | developer | user | assistant | tool
+  std::string content;  // text parts joined
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;  // as the client named it (echoed back)
+
+  std::vector<ChatMessage> messages;          // kChat
+  std::optional<std::string> prompt_text;     // kCompletion, text form
+  std::vector<int32_t> prompt_tokens;         // kCompletion, token form
+
+  engine::Request generation;  // prompt left empty; sampling, max_tokens, stop, logprobs
+  bool seed_given = false;     // false: the caller picks a fresh seed
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string user;
+};
+
+struct RequestLimits {
+  int32_t n_vocab = 0;  // token ids and logit_bias keys must be in [0, n_vocab)
+  int32_t max_stop = 16;
+  int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+};
+
+CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits);
+CompletionRequest parse_completion_request(const json& body, const RequestLimits& limits);
+
+}  // namespace keel::server

@@ -1,0 +1,148 @@
+#include "server/openai_response.h"
+
+#include <random>
+
+namespace keel::server {
+namespace {
+
+json bytes_json(const std::string& piece) {
+  json bytes = json::array();
+  for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+}  // namespace
+
+const char* openai_finish_reason(engine::FinishReason reason) {
+  return reason == engine::FinishReason::kLength ? "length" : "stop";
+}
+
+json usage_json(const engine::Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+std::string make_response_id(Endpoint endpoint) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id = endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-";
+  for (int i = 0; i < 24; ++i) id += hex[rng() & 15];
+  return id;
+}
+
+ResponseBuilder::ResponseBuilder(const CompletionRequest& request, std::string id,
+                                 int64_t created, std::string model, PieceLookup piece)
+    : endpoint_(request.endpoint),
+      logprobs_(request.generation.logprobs),
+      include_usage_(request.stream && request.include_usage),
+      id_(std::move(id)),
+      created_(created),
+      model_(std::move(model)),
+      piece_(std::move(piece)) {}
+
+json ResponseBuilder::envelope(const char* object) const {
+  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_},
+          {"system_fingerprint", "keel"}};
+}
+
+json ResponseBuilder::chat_logprob_entry(const std::string& piece, float logprob) const {
+  return {{"token", sanitize_utf8(piece)}, {"logprob", logprob}, {"bytes", bytes_json(piece)}};
+}
+
+json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& logprobs,
+                                    size_t text_offset) const {
+  if (!logprobs_) return nullptr;
+  if (endpoint_ == Endpoint::kChat) {
+    json content = json::array();
+    for (const auto& lp : logprobs) {
+      json entry = chat_logprob_entry(lp.text, lp.logprob);
+      json top = json::array();
+      for (const auto& [tok, tlp] : lp.top) top.push_back(chat_logprob_entry(piece_(tok), tlp));
+      entry["top_logprobs"] = std::move(top);
+      content.push_back(std::move(entry));
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  // Legacy completions format: parallel arrays.
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  size_t offset = text_offset;
+  for (const auto& lp : logprobs) {
+    tokens.push_back(sanitize_utf8(lp.text));
+    token_logprobs.push_back(lp.logprob);
+    json alternatives = json::object();
+    for (const auto& [tok, tlp] : lp.top) alternatives[sanitize_utf8(piece_(tok))] = tlp;
+    top.push_back(std::move(alternatives));
+    offsets.push_back(offset);
+    offset += lp.text.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top)},
+          {"text_offset", std::move(offsets)}};
+}
+
+json ResponseBuilder::full(const std::string& text,
+                           const std::vector<engine::TokenLogprob>& logprobs,
+                           engine::FinishReason reason, const engine::Usage& usage) const {
+  json choice = {{"index", 0}, {"logprobs", logprobs_json(logprobs, 0)},
+                 {"finish_reason", openai_finish_reason(reason)}};
+  json out;
+  if (endpoint_ == Endpoint::kChat) {
+    out = envelope("chat.completion");
+    choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+  } else {
+    out = envelope("text_completion");
+    choice["text"] = text;
+  }
+  out["choices"] = json::array({std::move(choice)});
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json ResponseBuilder::choice(json body) const {
+  json out = envelope(endpoint_ == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  out["choices"] = json::array({std::move(body)});
+  if (include_usage_) out["usage"] = nullptr;
+  return out;
+}
+
+std::vector<json> ResponseBuilder::start_chunks() const {
+  if (endpoint_ != Endpoint::kChat) return {};
+  return {choice({{"index", 0},
+                  {"delta", {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", nullptr}})};
+}
+
+json ResponseBuilder::delta_chunk(const std::string& text,
+                                  const std::vector<engine::TokenLogprob>& logprobs) {
+  json lp = logprobs_json(logprobs, stream_offset_);
+  stream_offset_ += text.size();
+  if (endpoint_ == Endpoint::kChat) {
+    return choice({{"index", 0}, {"delta", {{"content", text}}}, {"logprobs", std::move(lp)},
+                   {"finish_reason", nullptr}});
+  }
+  return choice({{"text", text}, {"index", 0}, {"logprobs", std::move(lp)},
+                 {"finish_reason", nullptr}});
+}
+
+json ResponseBuilder::finish_chunk(engine::FinishReason reason) const {
+  if (endpoint_ == Endpoint::kChat) {
+    return choice({{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr},
+                   {"finish_reason", openai_finish_reason(reason)}});
+  }
+  return choice({{"text", ""}, {"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", openai_finish_reason(reason)}});
+}
+
+json ResponseBuilder::usage_chunk(const engine::Usage& usage) const {
+  json out = envelope(endpoint_ == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  out["choices"] = json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,70 @@
+// OpenAI response objects for one request: the whole-response JSON (chat.completion,
+// text_completion) and the streaming chunks (chat.completion.chunk, text_completion).
+//
+// Contract:
+//  - A ResponseBuilder is made per request and fixes its id ("chatcmpl-…" / "cmpl-…"),
+//    "created" and "model", so every chunk of one stream carries the same three.
+//  - Chunk order for a stream: start_chunks() (chat: the assistant-role chunk), one
+//    delta_chunk() per engine delta that has text or logprobs, finish_chunk(reason), then
+//    usage_chunk() when stream_options.include_usage was set. With include_usage every
+//    other chunk carries "usage": null, as OpenAI's do.
+//  - Token pieces may be incomplete UTF-8: logprob "token" fields are made valid (U+FFFD)
+//    and the exact bytes go in "bytes". Not thread-safe: one builder per request thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/json_io.h"
+#include "server/openai_request.h"
+
+namespace keel::server {
+
+// The token text for a token id (raw bytes); used for top_logprobs alternatives.
+using PieceLookup = std::function<std::string(int32_t)>;
+
+// "stop" / "length" for the finish reasons that end a response normally.
+const char* openai_finish_reason(engine::FinishReason reason);
+
+json usage_json(const engine::Usage& usage);
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(const CompletionRequest& request, std::string id, int64_t created,
+                  std::string model, PieceLookup piece);
+
+  const std::string& id() const { return id_; }
+
+  // Whole (non-streamed) response.
+  json full(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs,
+            engine::FinishReason reason, const engine::Usage& usage) const;
+
+  std::vector<json> start_chunks() const;
+  // Not const: legacy completion logprobs carry running text offsets.
+  json delta_chunk(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs);
+  json finish_chunk(engine::FinishReason reason) const;
+  json usage_chunk(const engine::Usage& usage) const;
+
+ private:
+  json envelope(const char* object) const;
+  json logprobs_json(const std::vector<engine::TokenLogprob>& logprobs, size_t text_offset) const;
+  json chat_logprob_entry(const std::string& piece, float logprob) const;
+  json choice(json body) const;
+
+  Endpoint endpoint_;
+  bool logprobs_;
+  bool include_usage_;
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  PieceLookup piece_;
+  size_t stream_offset_ = 0;  // bytes of text streamed so far (legacy text_offset)
+};
+
+// A fresh response id with the endpoint's prefix (random, 24 hex digits).
+std::string make_response_id(Endpoint endpoint);
+
+}  // namespace keel::server
