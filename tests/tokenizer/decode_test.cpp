@@ -31,6 +31,38 @@ TEST_P(RoundTrip, DecodeOfEncodeIsIdentity) {
   }
 }
 
+// Random text from a mix of scripts, whitespace runs, digits, marks and emoji.
+std::string random_text(std::mt19937& rng) {
+  static const char32_t kPool[] = {U'a', U'Z', U'q', U' ', U' ', U'\n', U'\t', U'\r', U'7',
+                                   U'0', U'\'', U'!', U'.', U'<', U'|', U'>', U'é', U'ß',
+                                   U'Ж', U'λ', U'我', U'工', U'가', U'ア', U'\u0301', U'\u200d',
+                                   U'🦙', U'😁', U'～', U'\u00a0', U'\u3000', U'\U0010FFFD'};
+  std::string s;
+  const size_t n = rng() % 40;
+  for (size_t i = 0; i < n; ++i) append_utf8(s, kPool[rng() % (sizeof(kPool) / sizeof(kPool[0]))]);
+  return s;
+}
+
+TEST_P(RoundTrip, RandomTextRoundTrips) {
+  const Tokenizer& tok = reference_vocab(GetParam());
+  std::mt19937 rng(1234);
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = random_text(rng);
+    const auto ids = tok.encode(text, kNoBos);
+    ASSERT_EQ(tok.decode(ids, kWholeText), text) << GetParam() << " case " << i;
+  }
+}
+
+TEST(Decode, WordPieceRandomTextEncodesToValidIds) {
+  const Tokenizer& bert = reference_vocab("bert-bge");
+  std::mt19937 rng(99);
+  for (int i = 0; i < 300; ++i) {
+    for (TokenId id : bert.encode(random_text(rng))) {
+      ASSERT_TRUE(id >= 0 && id < bert.vocab_size());
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Vocab, RoundTrip,
                          ::testing::Values("llama-spm", "phi-3", "baichuan", "gpt-2",
                                            "deepseek-coder", "deepseek-llm", "starcoder",
