@@ -38,7 +38,7 @@ fuzz: setup
 	# Seed corpus: every real file, named by its path (the reference sets all call theirs model.gguf).
 	mkdir -p build-fuzz/corpus && for f in ../shared/models/*.gguf ../shared/reference/*/model.gguf ../shared/reference/vocab/*.gguf; do \
 	  [ -f "$$f" ] && cp -f "$$f" "build-fuzz/corpus/$$(echo "$$f" | sed 's|^\.\./shared/||; s|/|_|g')"; done; true
-	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -max_len=$(or $(FUZZ_MAX_LEN),262144) -rss_limit_mb=4096 build-fuzz/corpus
+	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -max_len=$(or $(FUZZ_MAX_LEN),65536) -rss_limit_mb=4096 build-fuzz/corpus
 
 bench: build
 	./$(BUILD)/bench/keel_bench_kernels
