@@ -10,14 +10,6 @@ namespace keel::tokenizer {
 
 namespace {
 
-void check_id(const Vocab& v, TokenId id) {
-  if (!v.valid_id(id)) {
-    throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(id) +
-                                                 " is outside the vocabulary (0.." +
-                                                 std::to_string(v.size() - 1) + ")");
-  }
-}
-
 void append_bos_eos(std::vector<TokenId>& out, TokenId id, const char* what) {
   if (id == kNoToken) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -95,49 +87,16 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, const EncodeOption
 }
 
 const std::string& Tokenizer::token_text(TokenId id) const {
-  check_id(*vocab_, id);
+  vocab_->check_id(id);
   return vocab_->tokens[id];
 }
 
 TokenType Tokenizer::token_type(TokenId id) const {
-  check_id(*vocab_, id);
+  vocab_->check_id(id);
   return vocab_->types[id];
 }
 
 TokenId Tokenizer::find_token(std::string_view text) const { return vocab_->find(text); }
-
-std::string Tokenizer::token_to_piece(TokenId id, bool render_special) const {
-  check_id(*vocab_, id);
-  const TokenType t = vocab_->types[id];
-  if (render_special && (t == TokenType::kControl || t == TokenType::kUnknown)) {
-    return vocab_->tokens[id];
-  }
-  return vocab_->pieces[id];
-}
-
-void Tokenizer::append_piece(TokenId id, const DecodeOptions& options, bool& at_start,
-                             std::string& out) const {
-  std::string piece = token_to_piece(id, options.render_special);
-  const TokenType t = vocab_->types[id];
-  if (t != TokenType::kControl && t != TokenType::kUnknown) {
-    // The first text-bearing token may carry the encoder's space prefix.
-    if (at_start && options.strip_space_prefix && vocab_->strip_first_space && !piece.empty() &&
-        piece[0] == ' ') {
-      piece.erase(0, 1);
-    }
-    at_start = false;
-  }
-  out += piece;
-}
-
-std::string Tokenizer::decode(const std::vector<TokenId>& ids, const DecodeOptions& options) const {
-  // All bytes first, then one sanitizing pass: StreamDecoder must produce the same text
-  // piecewise (the streaming tests use this as their oracle).
-  std::string bytes;
-  bool at_start = true;
-  for (TokenId id : ids) append_piece(id, options, at_start, bytes);
-  return sanitize_utf8(bytes);
-}
 
 bool Tokenizer::is_end_of_generation(TokenId id) const {
   return vocab_->valid_id(id) && vocab_->end_of_generation[id];

@@ -21,7 +21,8 @@
 //
 // Thread-safety: a Tokenizer is immutable after from_gguf; every const method may be
 // called from any number of threads at once. A StreamDecoder is single-threaded state
-// for one sequence; it refers to its Tokenizer, which must outlive it.
+// for one sequence; it refers to its Tokenizer's tables, which must outlive it (moving
+// the Tokenizer keeps them valid; a moved-from Tokenizer may only be assigned or destroyed).
 #pragma once
 
 #include <cstdint>
@@ -125,8 +126,6 @@ class Tokenizer {
  private:
   explicit Tokenizer(std::unique_ptr<const Vocab> vocab);
   friend class StreamDecoder;
-  // Appends id's bytes under options; at_start tracks the space-prefix rule.
-  void append_piece(TokenId id, const DecodeOptions& options, bool& at_start, std::string& out) const;
   std::unique_ptr<const Vocab> vocab_;
 };
 
@@ -145,7 +144,7 @@ class StreamDecoder {
   size_t pending_bytes() const { return pending_.size(); }
 
  private:
-  const Tokenizer* tokenizer_;
+  const Vocab* vocab_;
   DecodeOptions options_;
   bool at_start_ = true;
   std::string pending_;

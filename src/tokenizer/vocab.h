@@ -49,6 +49,12 @@ class Vocab {
   }
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   bool valid_id(TokenId id) const { return id >= 0 && id < size(); }
+  // Throws keel::Error(kInvalidArgument) naming the id when it is out of range.
+  void check_id(TokenId id) const;
+  // Decoding (decode.cpp): one token's bytes, and appending them under the options'
+  // space-prefix rule (at_start: no text-bearing token seen yet).
+  std::string piece(TokenId id, bool render_special) const;
+  void append_piece(TokenId id, const DecodeOptions& options, bool& at_start, std::string& out) const;
   // BPE: the merge of two adjacent tokens, if the vocabulary has one.
   std::optional<Merge> find_merge(TokenId left, TokenId right) const {
     auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
