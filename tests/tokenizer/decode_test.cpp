@@ -5,6 +5,8 @@
 #include <random>
 
 #include "core/utf8.h"
+#include "gguf/gguf.h"
+#include "support/paths.h"
 #include "shared_vocab.h"
 
 namespace keel::tokenizer {
@@ -128,6 +130,16 @@ TEST(Decode, SplitCharacterIsHeldThenCompleted) {
   // Interrupted by another character: replaced immediately, the rest flows.
   EXPECT_EQ(d.push(e2), "");
   EXPECT_EQ(d.push(15043), "\xEF\xBF\xBD Hello");
+}
+
+TEST(Decode, StreamDecoderSurvivesMovingItsTokenizer) {
+  Tokenizer original =
+      Tokenizer::from_gguf(gguf::GgufFile(test::reference_path("stories260K", "model.gguf")));
+  StreamDecoder d(original);
+  EXPECT_EQ(d.push(403), " Once");
+  const Tokenizer moved = std::move(original);
+  EXPECT_EQ(d.push(407), " upon");
+  EXPECT_EQ(moved.decode({403, 407}), " Once upon");
 }
 
 // Random token sequences, biased towards byte tokens and multi-byte pieces so that
