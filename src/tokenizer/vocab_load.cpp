@@ -160,6 +160,15 @@ std::unique_ptr<const Vocab> Vocab::load(const gguf::GgufFile& f) {
   const bool wpm = v->kind == VocabKind::kWordPiece;
   v->add_bos = f.get_bool_or(kPrefix + "add_bos_token", spm || wpm);
   v->add_eos = f.get_bool_or(kPrefix + "add_eos_token", wpm);
+  // A default to add a token the vocabulary lacks would make every encode fail: drop it.
+  if (v->add_bos && v->special.bos == kNoToken) {
+    log_warn(f.path() + ": add_bos_token is set but there is no BOS token; not adding one");
+    v->add_bos = false;
+  }
+  if (v->add_eos && v->special.eos == kNoToken) {
+    log_warn(f.path() + ": add_eos_token is set but there is no EOS token; not adding one");
+    v->add_eos = false;
+  }
   v->add_space_prefix = spm && f.get_bool_or(kPrefix + "add_space_prefix", true);
   v->strip_first_space = v->add_space_prefix || wpm;
 

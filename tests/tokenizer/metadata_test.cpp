@@ -85,7 +85,12 @@ TEST(Metadata, UnsetIdsAndMissingPieces) {
   EXPECT_EQ(tok.special_ids().eos, 7);
   EXPECT_EQ(tok.special_ids().pad, kNoToken);
   EXPECT_TRUE(tok.is_end_of_generation(7));
-  // Asking for a BOS the vocabulary lacks is a clear error, not a crash.
+  // A metadata default to add a missing BOS is dropped; asking for it is a clear error.
+  auto wants_bos = test::byte_level_spec({"a b"});
+  wants_bos.extra.emplace_back("add_bos_token", gguf::Value::boolean(true));
+  const Tokenizer tok2 = load(test::write_tiny_vocab("wants_bos", wants_bos));
+  EXPECT_FALSE(tok2.add_bos_default());
+  EXPECT_EQ(tok2.encode("ab").size(), 1u);
   EXPECT_THROW(tok.encode("x", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}), Error);
 }
 
