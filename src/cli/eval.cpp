@@ -144,8 +144,8 @@ CommandRegistrar reg("eval", "Write the logits of every position of a token sequ
                        app.add_option("-o,--output", o->output, "output .f32 file")->required();
                        app.add_flag("--one-by-one", o->one_by_one, "one token per forward pass");
                        app.add_option("--flash-attn", o->flash_attn, "on|off (default off)");
-                       app.add_option("-ctk,--cache-type-k", o->cache_type_k, "K cache type (f16)");
-                       app.add_option("-ctv,--cache-type-v", o->cache_type_v, "V cache type (f16)");
+                       app.add_option("--ctk,--cache-type-k", o->cache_type_k, "K cache type (f16)");
+                       app.add_option("--ctv,--cache-type-v", o->cache_type_v, "V cache type (f16)");
                        app.add_option("-t,--threads", o->threads, "threads (default: all)");
                        app.add_option("-b,--batch", o->batch, "tokens per forward pass (default all)");
                        return [o] { return run_eval(*o); };

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -29,12 +31,32 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, std::string> names;
   for (auto& cmd : commands) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.description);
-    runners[sub] = cmd.setup(*sub);
+    try {
+      runners[sub] = cmd.setup(*sub);
+    } catch (const CLI::Error& e) {
+      // A command with a broken option table must not take the whole binary down.
+      std::fprintf(stderr, "keel: command '%s' disabled: %s\n", cmd.name.c_str(), e.what());
+      app.remove_subcommand(sub);
+      continue;
+    }
     names[sub] = cmd.name;
   }
 
+  // llama.cpp spells some long options with one dash (-ctk f16, -fa on, -np 4); CLI11
+  // only accepts one-character names after a single dash. Commands register the long
+  // form (--ctk) and a single-dash word of 2+ letters is read as that long form.
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) {
+    if (a.size() >= 3 && a[0] == '-' && a[1] != '-' &&
+        std::all_of(a.begin() + 1, a.end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+      a = "-" + a;
+    }
+    arg_ptrs.push_back(a.data());
+  }
+
   try {
-    app.parse(argc, argv);
+    app.parse(argc, arg_ptrs.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
