@@ -175,10 +175,11 @@ class KvCache {
   void cache_prefix(SeqId seq, std::span<const TokenId> tokens);
   // The longest prefix of `tokens` a new sequence can attach to.
   PrefixMatch lookup_prefix(std::span<const TokenId> tokens) const;
-  // A new sequence of length n sharing the cached pages of tokens[0, n); requires
-  // lookup_prefix(tokens[0, n)).n_tokens == n (for sliding-window models a shorter prefix
-  // than the longest usable one may need window pages that are gone). Marks the prefix
-  // recently used.
+  // A new sequence sharing the cached pages of the longest usable prefix of tokens[0, n):
+  // its length is lookup_prefix(tokens[0, n)).n_tokens, which is n for full-attention
+  // models when n <= lookup_prefix(tokens).n_tokens, but may be less (even 0) for
+  // sliding-window ones, whose shorter prefixes need window pages a longer one does not.
+  // Read length() for the positions reused. Marks the prefix recently used.
   SeqId attach_prefix(std::span<const TokenId> tokens, int64_t n);
   // Evicts up to n_nodes least-recently-used cached pages (leaves of the index) and
   // returns how many were evicted; pages still used by sequences stay.

@@ -28,6 +28,7 @@ void normalize_clean(Sequence& s) {
 SeqId KvCache::fork(SeqId src, int64_t n) {
   Impl& m = *impl_;
   const Sequence& s = m.live_seq(src, "fork");
+  m.check_no_reservation(src, s, "fork");  // its last page may be half written
   if (n < 0 || n > s.length) {
     invalid("kv fork: " + seq_name(src) + ": fork point " + std::to_string(n) +
             " outside [0, " + std::to_string(s.length) + "]");

@@ -141,14 +141,10 @@ SeqId KvCache::attach_prefix(std::span<const TokenId> tokens, int64_t n) {
                                                  std::to_string(tokens.size()) + " given");
   }
   // Usability is not monotone in n for sliding groups (a shorter prefix may need window
-  // pages a longer one does not), so n itself must be a usable prefix.
+  // pages a longer one does not), so the prefix attached is the longest usable one of
+  // tokens[0, n).
   const auto path = m.index.walk(tokens.first(static_cast<size_t>(n)));
-  const PrefixMatch match = match_along(m, path);
-  if (match.n_tokens != n) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "kv attach_prefix: the first " + std::to_string(n) + " tokens are not cached " +
-                    "in every layer group (usable: " + std::to_string(match.n_tokens) + ")");
-  }
+  n = match_along(m, path).n_tokens;
   const SeqId id = m.free_slot("attach_prefix");
   const int64_t n_pages = pages_for(n, m.page_tokens());
   Sequence& s = m.seqs[id];

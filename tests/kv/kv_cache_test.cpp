@@ -222,6 +222,25 @@ TEST(KvCache, BytesPerTokenAndPoolsAreExact) {
   EXPECT_EQ(c.pool_bytes(), p.pool_bytes);
 }
 
+// The numbers the closing note quotes: TinyLlama-1.1B shapes (make-model's 1b
+// preset): 22 layers, 4 kv heads of 64.
+TEST(KvCache, BytesPerTokenOfThe1bPreset) {
+  KvLayout l;
+  l.layer_window.assign(22, 0);
+  l.n_kv_heads = 4;
+  l.head_dim_k = l.head_dim_v = 64;
+  EXPECT_EQ(KvCache::bytes_per_token(l, DType::kF16, DType::kF16), 22528u);   // 22 KiB
+  EXPECT_EQ(KvCache::bytes_per_token(l, DType::kQ8_0, DType::kQ8_0), 11968u);  // 8 x 34 B rows
+  EXPECT_EQ(KvCache::bytes_per_token(l, DType::kQ4_0, DType::kQ4_0), 6336u);   // 8 x 18 B rows
+  KvOptions o;
+  o.k_type = o.v_type = DType::kQ8_0;
+  o.max_tokens = 2048;
+  o.max_sequences = 1;
+  o.page_tokens = 32;
+  // 2048 tokens in 64 pages plus one page of per-sequence slack.
+  EXPECT_EQ(KvCache::plan(l, o).pool_bytes, 65u * 32 * 11968);
+}
+
 TEST(KvCache, ViewDescribesPagesAndWindow) {
   KvCache c(make_layout({0, 8}), test_options(DType::kQ8_0, DType::kF16, 4));
   const SeqId s = c.create();

@@ -80,7 +80,10 @@ TEST(KvPrefix, AttachSharesCachedPagesWithoutCopying) {
   expect_computed_for(c, b, u);
   const SeqId a2 = c.attach_prefix(t, 10);
   expect_computed_for(c, a2, t);
-  EXPECT_THROW(c.attach_prefix(u, 8), Error);
+  // Asking for more than is cached attaches what is cached.
+  const SeqId b2 = c.attach_prefix(u, 9);
+  EXPECT_EQ(c.length(b2), 7);
+  EXPECT_THROW(c.attach_prefix(u, 13), Error);
 }
 
 TEST(KvPrefix, LongerPrefixesSupersedePartialPages) {
@@ -157,6 +160,10 @@ TEST(KvPrefix, SlidingWindowReuseOnlyWhereTheWindowIsHeld) {
   EXPECT_EQ(c.lookup_prefix(w).n_tokens, 37);
   const SeqId b = c.attach_prefix(w, 37);
   EXPECT_EQ(c.view(b, 1).first_held, 28);
+  // A shorter prefix of the same tokens needs window pages that are gone.
+  const SeqId none = c.attach_prefix(w, 30);
+  EXPECT_EQ(c.length(none), 0);
+  c.release(none);
   c.check_invariants();
   expect_computed_for(c, b, w);
   feed(c, b, w);

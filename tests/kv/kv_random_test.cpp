@@ -374,6 +374,8 @@ class Program {
     if (chance(0.3)) {  // a shorter prefix: usable only if its own window is held
       const std::vector<TokenId> head(t.begin(), t.begin() + uniform(0, t.size()));
       n = cache_.lookup_prefix(head).n_tokens;
+      // attach_prefix takes the longest usable prefix of what it is asked for.
+      if (chance(0.5)) n = static_cast<int64_t>(head.size());
     }
     SeqId s;
     try {
@@ -382,6 +384,13 @@ class Program {
       ASSERT_EQ(e.code(), ErrorCode::kBusy) << e.what();
       return;
     }
+    const int64_t got = cache_.length(s);
+    ASSERT_LE(got, n);
+    ASSERT_EQ(got, cache_.lookup_prefix(std::vector<TokenId>(t.begin(), t.begin() + n)).n_tokens);
+    if (!sliding()) {
+      ASSERT_EQ(got, std::min(n, m.n_tokens)) << where();
+    }
+    n = got;
     oracle_[s] = fresh(t, n);
     touched_.push_back(s);
     ++stats_[n > 0 ? "attach" : "attach_empty"];
