@@ -87,25 +87,23 @@ int run_tokenize(const TokenizeOptions& o) {
   return 0;
 }
 
-CommandRegistrar reg("tokenize", "Print the token ids (and pieces) of a text",
-                     [](CLI::App& app) {
-                       auto o = std::make_shared<TokenizeOptions>();
-                       app.add_option("-m,--model", o->model, "GGUF model or vocabulary")->required();
-                       auto* p = app.add_option("-p,--prompt", o->prompt, "text to tokenize");
-                       auto* f = app.add_option("-f,--file", o->file, "file holding the text");
-                       p->excludes(f);
-                       app.add_flag("--no-bos", o->no_bos, "do not add BOS even if the model does");
-                       app.add_flag("--parse-special", o->parse_special,
-                                    "match control-token text such as <|im_end|>");
-                       app.add_flag("--ids-only", o->ids_only, "only ids, one per line");
-                       // Exactly one of -p/-f; an empty -p is a valid (empty) text.
-                       app.callback([p, f] {
-                         if (p->count() == 0 && f->count() == 0) {
-                           throw CLI::RequiredError("one of -p/--prompt or -f/--file");
-                         }
-                       });
-                       return [o] { return run_tokenize(*o); };
-                     });
+CommandRegistrar reg("tokenize", "Print the token ids (and pieces) of a text", [](CLI::App& app) {
+  auto o = std::make_shared<TokenizeOptions>();
+  app.add_option("-m,--model", o->model, "GGUF model or vocabulary")->required();
+  auto* p = app.add_option("-p,--prompt", o->prompt, "text to tokenize");
+  auto* f = app.add_option("-f,--file", o->file, "file holding the text");
+  p->excludes(f);
+  app.add_flag("--no-bos", o->no_bos, "do not add BOS even if the model does");
+  app.add_flag("--parse-special", o->parse_special, "match control-token text such as <|im_end|>");
+  app.add_flag("--ids-only", o->ids_only, "only ids, one per line");
+  // Exactly one of -p/-f; an empty -p is a valid (empty) text.
+  app.callback([p, f] {
+    if (p->count() == 0 && f->count() == 0) {
+      throw CLI::RequiredError("one of -p/--prompt or -f/--file");
+    }
+  });
+  return [o] { return run_tokenize(*o); };
+});
 
 }  // namespace
 }  // namespace keel::cli

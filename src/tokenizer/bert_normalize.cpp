@@ -13,8 +13,8 @@ namespace {
 
 bool in_ranges(const bt::CodePointRange* table, size_t n, char32_t cp) {
   const bt::CodePointRange* end = table + n;
-  const auto* it = std::upper_bound(table, end, cp,
-                                    [](char32_t c, const bt::CodePointRange& r) { return c < r.first; });
+  const auto* it = std::upper_bound(
+      table, end, cp, [](char32_t c, const bt::CodePointRange& r) { return c < r.first; });
   return it != table && cp <= (it - 1)->last;
 }
 

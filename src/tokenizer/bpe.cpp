@@ -13,7 +13,7 @@ struct Bigram {
   int32_t rank;
   int left;
   int right;
-  TokenId left_id;   // the pair as queued; a mismatch later means it is stale
+  TokenId left_id;  // the pair as queued; a mismatch later means it is stale
   TokenId right_id;
   TokenId result;
 };

@@ -19,7 +19,8 @@ struct Tables {
     from_cp.fill(-1);
     int next = 256;
     for (int b = 0; b < 256; ++b) {
-      const char32_t cp = is_self_mapped(b) ? static_cast<char32_t>(b) : static_cast<char32_t>(next++);
+      const char32_t cp =
+          is_self_mapped(b) ? static_cast<char32_t>(b) : static_cast<char32_t>(next++);
       append_utf8(to_text[b], cp);
       from_cp[cp] = b;
     }

@@ -59,8 +59,8 @@ bool next_match(const PreTokenizer::Regex& re, std::string_view text, size_t sta
 // Splits one piece into matches and the gaps between them, appending non-empty parts.
 void split_piece(const PreTokenizer::Regex& re, std::string_view piece, pcre2_match_data* md,
                  std::vector<std::string_view>& out) {
-  size_t pos = 0;       // where the next search starts
-  size_t emitted = 0;   // end of what has been appended
+  size_t pos = 0;      // where the next search starts
+  size_t emitted = 0;  // end of what has been appended
   while (pos < piece.size()) {
     size_t b = 0, e = 0;
     if (!next_match(re, piece, pos, md, b, e)) break;
@@ -81,15 +81,15 @@ std::unique_ptr<PreTokenizer::Regex> compile(const std::string& pattern) {
   int err = 0;
   PCRE2_SIZE err_off = 0;
   // DOLLAR_ENDONLY: "$" means the end of the piece, not also before a final newline.
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off,
-                                   nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off, nullptr);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof(buf));
-    throw Error(ErrorCode::kInvalidArgument,
-                "pre-tokenizer regex '" + pattern + "' at offset " + std::to_string(err_off) +
-                    ": " + reinterpret_cast<char*>(buf));
+    throw Error(ErrorCode::kInvalidArgument, "pre-tokenizer regex '" + pattern + "' at offset " +
+                                                 std::to_string(err_off) + ": " +
+                                                 reinterpret_cast<char*>(buf));
   }
   auto re = std::make_unique<PreTokenizer::Regex>();
   re->code = code;
@@ -105,7 +105,8 @@ PreTokenizer::~PreTokenizer() = default;
 
 bool PreTokenizer::is_known(const std::string& pre) { return find_patterns(pre) != nullptr; }
 
-PreTokenizer PreTokenizer::from_patterns(std::string name, const std::vector<std::string>& patterns) {
+PreTokenizer PreTokenizer::from_patterns(std::string name,
+                                         const std::vector<std::string>& patterns) {
   PreTokenizer p;
   p.name_ = std::move(name);
   for (const auto& pat : patterns) p.regexes_.push_back(compile(pat));

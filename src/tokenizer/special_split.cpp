@@ -16,7 +16,8 @@ TokenId match_at(const Vocab& v, std::string_view text, size_t pos, bool parse_s
 
 }  // namespace
 
-std::vector<Fragment> split_specials(const Vocab& vocab, std::string_view text, bool parse_special) {
+std::vector<Fragment> split_specials(const Vocab& vocab, std::string_view text,
+                                     bool parse_special) {
   std::vector<Fragment> out;
   size_t plain_start = 0;
   size_t pos = 0;

@@ -67,7 +67,8 @@ class SpmSession {
     // character's bytes, or give one unknown token when a byte has no token either.
     bool all_bytes = true;
     for (size_t i = 0; i < s.len; ++i) {
-      all_bytes = all_bytes && vocab_.byte_tokens[static_cast<uint8_t>(text_[s.begin + i])] != kNoToken;
+      all_bytes =
+          all_bytes && vocab_.byte_tokens[static_cast<uint8_t>(text_[s.begin + i])] != kNoToken;
     }
     if (!all_bytes) {
       if (vocab_.special.unk != kNoToken) out.push_back(vocab_.special.unk);

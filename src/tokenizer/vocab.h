@@ -6,9 +6,9 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,7 +54,8 @@ class Vocab {
   // Decoding (decode.cpp): one token's bytes, and appending them under the options'
   // space-prefix rule (at_start: no text-bearing token seen yet).
   std::string piece(TokenId id, bool render_special) const;
-  void append_piece(TokenId id, const DecodeOptions& options, bool& at_start, std::string& out) const;
+  void append_piece(TokenId id, const DecodeOptions& options, bool& at_start,
+                    std::string& out) const;
   // BPE: the merge of two adjacent tokens, if the vocabulary has one.
   std::optional<Merge> find_merge(TokenId left, TokenId right) const {
     auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
@@ -64,13 +65,13 @@ class Vocab {
   }
 
   VocabKind kind = VocabKind::kSpm;
-  std::string pre_name;  // the `pre` in effect
+  std::string pre_name;             // the `pre` in effect
   std::vector<std::string> tokens;  // [n_vocab] stored text
   std::vector<float> scores;        // [n_vocab] SPM merge priority (higher first)
   std::vector<TokenType> types;     // [n_vocab]
   std::unordered_map<std::string_view, TokenId, ViewHash, std::equal_to<>> text_to_id;
   std::unordered_map<uint64_t, Merge> merges;  // (left << 32 | right) -> merge
-  std::optional<PreTokenizer> pre;  // BPE only
+  std::optional<PreTokenizer> pre;             // BPE only
   // WordPiece spelling: GGUF converters store word-initial pieces as "▁hello" and
   // continuations bare ("llo"); Hugging Face's own form is "hello" / "##llo".
   std::string wp_word_prefix;
@@ -79,14 +80,14 @@ class Vocab {
   SpecialIds special;
   bool add_bos = false;
   bool add_eos = false;
-  bool add_space_prefix = false;     // SPM: prefix text with a space ("▁") before encoding
-  bool strip_first_space = false;    // decoding may drop the first piece's leading space
+  bool add_space_prefix = false;   // SPM: prefix text with a space ("▁") before encoding
+  bool strip_first_space = false;  // decoding may drop the first piece's leading space
 
   // SPM byte fallback: the token for each byte (<0xXX>), or kNoToken.
   std::array<TokenId, 256> byte_tokens{};
   // Tokens matched whole in input text, longest first within each first byte.
   std::array<std::vector<TokenId>, 256> specials_by_first_byte;
-  std::vector<std::string> pieces;   // [n_vocab] decoded bytes of each token (normal rendering)
+  std::vector<std::string> pieces;      // [n_vocab] decoded bytes of each token (normal rendering)
   std::vector<bool> end_of_generation;  // [n_vocab]
   std::vector<TokenId> eog_ids;
 };

@@ -74,7 +74,8 @@ void read_special_ids(const gguf::GgufFile& f, Vocab& v) {
 
 void read_merges(const gguf::GgufFile& f, Vocab& v) {
   const std::vector<std::string> merges = read_strings(f, "merges");
-  if (merges.empty()) throw Error(ErrorCode::kNotFound, f.path() + ": missing " + kPrefix + "merges");
+  if (merges.empty())
+    throw Error(ErrorCode::kNotFound, f.path() + ": missing " + kPrefix + "merges");
   size_t skipped = 0;
   v.merges.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -82,7 +83,8 @@ void read_merges(const gguf::GgufFile& f, Vocab& v) {
     // "left right": the left part is never empty, so the separator is the first space
     // after position 0.
     const size_t sp = m.find(' ', 1);
-    if (sp == std::string::npos) throw invalid(f, "merges", "entry " + std::to_string(rank) + " has no space");
+    if (sp == std::string::npos)
+      throw invalid(f, "merges", "entry " + std::to_string(rank) + " has no space");
     const std::string_view left(m.data(), sp), right(m.data() + sp + 1, m.size() - sp - 1);
     const TokenId l = v.find(left), r = v.find(right);
     const TokenId result = v.find(std::string(left) + std::string(right));
@@ -90,11 +92,13 @@ void read_merges(const gguf::GgufFile& f, Vocab& v) {
       ++skipped;
       continue;
     }
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
     v.merges.emplace(key, Merge{static_cast<int32_t>(rank), result});  // first (lowest) rank wins
   }
   if (skipped > 0) {
-    log_warn(f.path() + ": " + std::to_string(skipped) + " merges name tokens not in the vocabulary; ignored");
+    log_warn(f.path() + ": " + std::to_string(skipped) +
+             " merges name tokens not in the vocabulary; ignored");
   }
 }
 
@@ -111,76 +115,84 @@ void detect_wordpiece_spelling(Vocab& v) {
   }
 }
 
+VocabKind read_kind(const gguf::GgufFile& f) {
+  const std::string model = f.get_string_or(kPrefix + "model", "");
+  if (model == "llama") return VocabKind::kSpm;
+  if (model == "gpt2") return VocabKind::kBpe;
+  if (model == "bert") return VocabKind::kWordPiece;
+  throw Error(ErrorCode::kUnsupported, f.path() + ": " + kPrefix + "model '" + model +
+                                           "' is not supported (llama, gpt2 or bert)");
+}
+
+std::string length_mismatch(size_t got, size_t n) {
+  return "length " + std::to_string(got) + " != " + std::to_string(n) + " tokens";
+}
+
+// tokens, scores, token_type and the text -> id map.
+void read_token_tables(const gguf::GgufFile& f, Vocab& v) {
+  v.tokens = read_strings(f, "tokens");
+  const size_t n = v.tokens.size();
+  if (n == 0) throw invalid(f, "tokens", "empty vocabulary");
+  if (n > static_cast<size_t>(INT32_MAX)) throw invalid(f, "tokens", "too many tokens");
+
+  v.scores.assign(n, 0.0f);
+  if (const gguf::Value* s = find_array(f, "scores", false)) {
+    const std::vector<double> d = s->as_float_array();
+    if (d.size() != n) throw invalid(f, "scores", length_mismatch(d.size(), n));
+    for (size_t i = 0; i < n; ++i) v.scores[i] = static_cast<float>(d[i]);
+  }
+  v.types.assign(n, TokenType::kNormal);
+  if (const gguf::Value* t = find_array(f, "token_type", false)) {
+    const std::vector<int64_t> d = t->as_int_array();
+    if (d.size() != n) throw invalid(f, "token_type", length_mismatch(d.size(), n));
+    for (size_t i = 0; i < n; ++i) {
+      // Unknown type codes are treated as normal text rather than rejected.
+      v.types[i] = d[i] >= 0 && d[i] <= 6 ? static_cast<TokenType>(d[i]) : TokenType::kNormal;
+    }
+  }
+  v.text_to_id.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    // The first of duplicate texts wins, so lookups are deterministic.
+    v.text_to_id.emplace(std::string_view(v.tokens[i]), static_cast<TokenId>(i));
+  }
+}
+
+// add_bos / add_eos / add_space_prefix, with each kind's defaults.
+void read_flags(const gguf::GgufFile& f, Vocab& v) {
+  const bool spm = v.kind == VocabKind::kSpm;
+  const bool wpm = v.kind == VocabKind::kWordPiece;
+  v.add_bos = f.get_bool_or(kPrefix + "add_bos_token", spm || wpm);
+  v.add_eos = f.get_bool_or(kPrefix + "add_eos_token", wpm);
+  // A default to add a token the vocabulary lacks would make every encode fail: drop it.
+  if (v.add_bos && v.special.bos == kNoToken) {
+    log_warn(f.path() + ": add_bos_token is set but there is no BOS token; not adding one");
+    v.add_bos = false;
+  }
+  if (v.add_eos && v.special.eos == kNoToken) {
+    log_warn(f.path() + ": add_eos_token is set but there is no EOS token; not adding one");
+    v.add_eos = false;
+  }
+  v.add_space_prefix = spm && f.get_bool_or(kPrefix + "add_space_prefix", true);
+  v.strip_first_space = v.add_space_prefix || wpm;
+}
+
 }  // namespace
 
 std::unique_ptr<const Vocab> Vocab::load(const gguf::GgufFile& f) {
   auto v = std::make_unique<Vocab>();
-  const std::string model = f.get_string_or(kPrefix + "model", "");
-  if (model == "llama") {
-    v->kind = VocabKind::kSpm;
-  } else if (model == "gpt2") {
-    v->kind = VocabKind::kBpe;
-  } else if (model == "bert") {
-    v->kind = VocabKind::kWordPiece;
-  } else {
-    throw Error(ErrorCode::kUnsupported, f.path() + ": " + kPrefix + "model '" + model +
-                                             "' is not supported (llama, gpt2 or bert)");
-  }
-
-  v->tokens = read_strings(f, "tokens");
-  const size_t n = v->tokens.size();
-  if (n == 0) throw invalid(f, "tokens", "empty vocabulary");
-  if (n > static_cast<size_t>(INT32_MAX)) throw invalid(f, "tokens", "too many tokens");
-
-  v->scores.assign(n, 0.0f);
-  if (const gguf::Value* s = find_array(f, "scores", false)) {
-    const std::vector<double> d = s->as_float_array();
-    if (d.size() != n) throw invalid(f, "scores", "length " + std::to_string(d.size()) + " != " + std::to_string(n) + " tokens");
-    for (size_t i = 0; i < n; ++i) v->scores[i] = static_cast<float>(d[i]);
-  }
-  v->types.assign(n, TokenType::kNormal);
-  if (const gguf::Value* t = find_array(f, "token_type", false)) {
-    const std::vector<int64_t> d = t->as_int_array();
-    if (d.size() != n) throw invalid(f, "token_type", "length " + std::to_string(d.size()) + " != " + std::to_string(n) + " tokens");
-    for (size_t i = 0; i < n; ++i) {
-      // Unknown type codes are treated as normal text rather than rejected.
-      v->types[i] = d[i] >= 0 && d[i] <= 6 ? static_cast<TokenType>(d[i]) : TokenType::kNormal;
-    }
-  }
-
-  v->text_to_id.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    // The first of duplicate texts wins, so lookups are deterministic.
-    v->text_to_id.emplace(std::string_view(v->tokens[i]), static_cast<TokenId>(i));
-  }
-
+  v->kind = read_kind(f);
+  read_token_tables(f, *v);
   if (v->kind == VocabKind::kWordPiece) detect_wordpiece_spelling(*v);
   read_special_ids(f, *v);
-  const bool spm = v->kind == VocabKind::kSpm;
-  const bool wpm = v->kind == VocabKind::kWordPiece;
-  v->add_bos = f.get_bool_or(kPrefix + "add_bos_token", spm || wpm);
-  v->add_eos = f.get_bool_or(kPrefix + "add_eos_token", wpm);
-  // A default to add a token the vocabulary lacks would make every encode fail: drop it.
-  if (v->add_bos && v->special.bos == kNoToken) {
-    log_warn(f.path() + ": add_bos_token is set but there is no BOS token; not adding one");
-    v->add_bos = false;
-  }
-  if (v->add_eos && v->special.eos == kNoToken) {
-    log_warn(f.path() + ": add_eos_token is set but there is no EOS token; not adding one");
-    v->add_eos = false;
-  }
-  v->add_space_prefix = spm && f.get_bool_or(kPrefix + "add_space_prefix", true);
-  v->strip_first_space = v->add_space_prefix || wpm;
-
+  read_flags(f, *v);
+  const std::string pre = f.get_string_or(kPrefix + "pre", "default");
   if (v->kind == VocabKind::kBpe) {
     read_merges(f, *v);
-    const std::string pre = f.get_string_or(kPrefix + "pre", "default");
     v->pre.emplace(PreTokenizer::for_name(pre));
     v->pre_name = v->pre->name();
   } else {
-    v->pre_name = f.get_string_or(kPrefix + "pre", "default");
+    v->pre_name = pre;  // SPM and WordPiece do not split by regex
   }
-
   derive_tables(*v);
   return v;
 }

@@ -12,9 +12,10 @@ namespace {
 
 // Names chat templates use to end a turn or a response.
 const char* const kEndOfTurnNames[] = {
-    "<|eot_id|>",  "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
-    "<｜end▁of▁sentence｜>", "<|end_of_turn|>",
+    "<|eot_id|>",      "<|im_end|>",    "<|end|>",       "<|return|>",
+    "<|call|>",        "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<|end_of_text|>", "<EOT>",         "_<EOT>",        "<｜end▁of▁sentence｜>",
+    "<|end_of_turn|>",
 };
 
 // "<0x41>" -> 0x41; -1 when the text is not a byte token's.
@@ -23,7 +24,7 @@ int parse_byte_token(const std::string& text) {
   int value = 0;
   for (int i = 3; i < 5; ++i) {
     const char c = text[i];
-    const int d = c >= '0' && c <= '9' ? c - '0'
+    const int d = c >= '0' && c <= '9'   ? c - '0'
                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
                                          : -1;
@@ -70,8 +71,8 @@ std::string normal_piece(const Vocab& v, TokenId id) {
       // Word-initial pieces start with a space; continuations join the previous piece.
       const std::string& wp = v.wp_word_prefix;
       const std::string& cp = v.wp_continuation_prefix;
-      const bool starts_word = wp.empty() ? text.compare(0, cp.size(), cp) != 0
-                                          : text.compare(0, wp.size(), wp) == 0;
+      const bool starts_word =
+          wp.empty() ? text.compare(0, cp.size(), cp) != 0 : text.compare(0, wp.size(), wp) == 0;
       const size_t skip = starts_word ? wp.size() : cp.size();
       std::string piece = starts_word ? std::string(1, ' ') : std::string();
       piece.append(text, skip, std::string::npos);
@@ -89,23 +90,23 @@ void build_byte_tokens(Vocab& v) {
     if (b >= 0 && v.byte_tokens[b] == kNoToken) v.byte_tokens[b] = id;
   }
   for (int b = 0; b < 128; ++b) {  // vocabularies without <0xXX> may hold ASCII directly
-    if (v.byte_tokens[b] == kNoToken) v.byte_tokens[b] = v.find(std::string(1, static_cast<char>(b)));
+    if (v.byte_tokens[b] == kNoToken)
+      v.byte_tokens[b] = v.find(std::string(1, static_cast<char>(b)));
   }
 }
 
 void build_special_index(Vocab& v) {
   for (TokenId id = 0; id < v.size(); ++id) {
     const TokenType t = v.types[id];
-    const bool special = t == TokenType::kControl || t == TokenType::kUserDefined ||
-                         t == TokenType::kUnknown;
+    const bool special =
+        t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown;
     // Invalid UTF-8 could match inside a character and cut the text there.
     if (!special || v.tokens[id].empty() || !is_valid_utf8(v.tokens[id])) continue;
     v.specials_by_first_byte[static_cast<uint8_t>(v.tokens[id][0])].push_back(id);
   }
   for (auto& list : v.specials_by_first_byte) {
-    std::stable_sort(list.begin(), list.end(), [&](TokenId a, TokenId b) {
-      return v.tokens[a].size() > v.tokens[b].size();
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](TokenId a, TokenId b) { return v.tokens[a].size() > v.tokens[b].size(); });
   }
 }
 

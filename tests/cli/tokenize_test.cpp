@@ -1,4 +1,5 @@
 // `keel tokenize` through the built binary (KEEL_BIN): ids and pieces, flags, clean errors.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -6,8 +7,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/paths.h"
 

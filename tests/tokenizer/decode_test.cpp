@@ -6,8 +6,8 @@
 
 #include "core/utf8.h"
 #include "gguf/gguf.h"
-#include "support/paths.h"
 #include "shared_vocab.h"
+#include "support/paths.h"
 
 namespace keel::tokenizer {
 namespace {
@@ -35,10 +35,11 @@ TEST_P(RoundTrip, DecodeOfEncodeIsIdentity) {
 
 // Random text from a mix of scripts, whitespace runs, digits, marks and emoji.
 std::string random_text(std::mt19937& rng) {
-  static const char32_t kPool[] = {U'a', U'Z', U'q', U' ', U' ', U'\n', U'\t', U'\r', U'7',
-                                   U'0', U'\'', U'!', U'.', U'<', U'|', U'>', U'é', U'ß',
-                                   U'Ж', U'λ', U'我', U'工', U'가', U'ア', U'\u0301', U'\u200d',
-                                   U'🦙', U'😁', U'～', U'\u00a0', U'\u3000', U'\U0010FFFD'};
+  static const char32_t kPool[] = {
+      U'a',      U'Z',      U'q',    U' ', U' ',  U'\n',     U'\t',     U'\r',
+      U'7',      U'0',      U'\'',   U'!', U'.',  U'<',      U'|',      U'>',
+      U'é',      U'ß',      U'Ж',    U'λ', U'我', U'工',     U'가',     U'ア',
+      U'\u0301', U'\u200d', U'🦙', U'😁', U'～', U'\u00a0', U'\u3000', U'\U0010FFFD'};
   std::string s;
   const size_t n = rng() % 40;
   for (size_t i = 0; i < n; ++i) append_utf8(s, kPool[rng() % (sizeof(kPool) / sizeof(kPool[0]))]);
@@ -98,11 +99,10 @@ TEST(Decode, PiecesMapBackToBytes) {
 
   const Tokenizer& gpt2 = reference_vocab("gpt-2");
   EXPECT_EQ(gpt2.token_to_piece(gpt2.find_token("\xC4\xA0world")), " world");  // "Ġworld"
-  EXPECT_EQ(gpt2.token_to_piece(gpt2.find_token("\xC4\x8A")), "\n");          // "Ċ"
+  EXPECT_EQ(gpt2.token_to_piece(gpt2.find_token("\xC4\x8A")), "\n");           // "Ċ"
 
   const Tokenizer& bert = reference_vocab("bert-bge");
-  EXPECT_EQ(bert.decode(bert.encode("Hello, world!"), kWholeText),
-            "hello , world !");
+  EXPECT_EQ(bert.decode(bert.encode("Hello, world!"), kWholeText), "hello , world !");
 }
 
 TEST(Decode, ContinuationKeepsItsLeadingSpace) {
@@ -163,7 +163,8 @@ void check_stream_property(const Tokenizer& tok, uint32_t seed) {
   for (int round = 0; round < 200; ++round) {
     std::vector<TokenId> ids(rng() % 24);
     for (TokenId& id : ids) id = rng() % 3 == 0 ? any(rng) : byte_like[pick(rng)];
-    const DecodeOptions opts{.render_special = rng() % 2 == 0, .strip_space_prefix = rng() % 2 == 0};
+    const DecodeOptions opts{.render_special = rng() % 2 == 0,
+                             .strip_space_prefix = rng() % 2 == 0};
     StreamDecoder d(tok, opts);
     std::string streamed;
     for (TokenId id : ids) {

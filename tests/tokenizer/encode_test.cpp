@@ -27,8 +27,7 @@ TEST(Encode, Stories260KPromptMatchesReferenceGeneration) {
   // Its metadata sets separator/padding to 0xFFFFFFFF: unset, not an error.
   EXPECT_EQ(tok.special_ids().sep, kNoToken);
   EXPECT_EQ(tok.special_ids().pad, kNoToken);
-  EXPECT_EQ(tok.decode(tok.encode("Once upon a time"), kWholeText),
-            "Once upon a time");
+  EXPECT_EQ(tok.decode(tok.encode("Once upon a time"), kWholeText), "Once upon a time");
 }
 
 TEST(Encode, BosAndEosFollowOptionsThenMetadata) {
@@ -43,7 +42,9 @@ TEST(Encode, BosAndEosFollowOptionsThenMetadata) {
 
   const Tokenizer& gpt2 = reference_vocab("gpt-2");
   EXPECT_FALSE(gpt2.add_bos_default());
-  EXPECT_EQ(gpt2.encode("Hello", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}).front(), gpt2.special_ids().bos);
+  EXPECT_EQ(gpt2.encode("Hello", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false})
+                .front(),
+            gpt2.special_ids().bos);
 
   const Tokenizer& bert = reference_vocab("bert-bge");
   // BERT frames with [CLS] ... [SEP].
@@ -56,7 +57,8 @@ TEST(Encode, ControlTokenTextIsParsedOnlyWhenAsked) {
   const TokenId end = phi.find_token("<|end|>");
   ASSERT_NE(user, kNoToken);
   ASSERT_NE(end, kNoToken);
-  const auto parsed = phi.encode("<|user|>\nHi<|end|>", {.add_bos = false, .add_eos = std::nullopt, .parse_special = true});
+  const auto parsed = phi.encode(
+      "<|user|>\nHi<|end|>", {.add_bos = false, .add_eos = std::nullopt, .parse_special = true});
   ASSERT_GE(parsed.size(), 3u);
   EXPECT_EQ(parsed.front(), user);
   EXPECT_EQ(parsed.back(), end);
@@ -82,7 +84,9 @@ TEST(Encode, LeftmostLongestSpecialMatch) {
   const Tokenizer& tok = reference_vocab("starcoder");
   const TokenId fim_prefix = tok.find_token("<fim_prefix>");
   ASSERT_NE(fim_prefix, kNoToken);
-  const auto ids = tok.encode("x<fim_prefix><fim_prefix>y", {.add_bos = std::nullopt, .add_eos = std::nullopt, .parse_special = true});
+  const auto ids =
+      tok.encode("x<fim_prefix><fim_prefix>y",
+                 {.add_bos = std::nullopt, .add_eos = std::nullopt, .parse_special = true});
   EXPECT_EQ(std::count(ids.begin(), ids.end(), fim_prefix), 2);
 }
 

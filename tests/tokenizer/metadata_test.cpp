@@ -57,7 +57,15 @@ TEST(Metadata, SpmScoresDecideMergesAndBytesFallBack) {
   test::TinyVocabSpec spec;
   spec.model = "llama";
   spec.pre = "";
-  spec.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "a"};
+  spec.tokens = {"<unk>",
+                 "<s>",
+                 "</s>",
+                 "\xE2\x96\x81",
+                 "a",
+                 "b",
+                 "ab",
+                 "\xE2\x96\x81"
+                 "a"};
   spec.types = {2, 3, 3, 1, 1, 1, 1, 1};
   spec.scores = {0, 0, 0, -1, -1, -1, -2, -3};  // "ab" beats "▁a"
   for (int b = 0; b < 256; ++b) {
@@ -91,7 +99,8 @@ TEST(Metadata, UnsetIdsAndMissingPieces) {
   const Tokenizer tok2 = load(test::write_tiny_vocab("wants_bos", wants_bos));
   EXPECT_FALSE(tok2.add_bos_default());
   EXPECT_EQ(tok2.encode("ab").size(), 1u);
-  EXPECT_THROW(tok.encode("x", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}), Error);
+  EXPECT_THROW(tok.encode("x", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}),
+               Error);
 }
 
 TEST(Metadata, BrokenFilesAreErrors) {
@@ -101,7 +110,8 @@ TEST(Metadata, BrokenFilesAreErrors) {
 
   auto short_types = test::byte_level_spec({"a b"});
   short_types.types = {1, 1, 1};
-  EXPECT_EQ(load_error(test::write_tiny_vocab("short_types", short_types)), ErrorCode::kInvalidFile);
+  EXPECT_EQ(load_error(test::write_tiny_vocab("short_types", short_types)),
+            ErrorCode::kInvalidFile);
 
   auto no_merges = test::byte_level_spec({});
   EXPECT_EQ(load_error(test::write_tiny_vocab("no_merges", no_merges)), ErrorCode::kNotFound);

@@ -21,7 +21,8 @@ using Words = std::vector<std::string>;
 
 TEST(PreTokenizer, EveryKnownNameCompilesAndCoversTheText) {
   const std::string text =
-      "Hello, y'all! I'M 12345 times\n\n  there?\t你好世界 ÀÉÎ éé Ελληνικά 🦙.cpp $x+=1; ---";
+      "Hello, y'all! I'M 12345 times\n\n  there?\t你好世界 ÀÉÎ éé Ελληνικά 🦙.cpp $x+=1; "
+      "---";
   for (const auto& set : known_pre_tokenizers()) {
     for (const auto& name : set.names) {
       ASSERT_TRUE(PreTokenizer::is_known(name));

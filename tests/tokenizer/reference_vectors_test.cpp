@@ -20,7 +20,8 @@ TEST_P(ReferenceVectors, EveryCaseMatches) {
   ASSERT_GT(cases.size(), 30u);
   int failures = 0;
   for (const auto& c : cases) {
-    const auto got = tok.encode(c.input, {.add_bos = false, .add_eos = false, .parse_special = false});
+    const auto got =
+        tok.encode(c.input, {.add_bos = false, .add_eos = false, .parse_special = false});
     if (got != c.expected) {
       ++failures;
       ADD_FAILURE() << GetParam() << " input '" << c.input << "'\n  expected " << show(c.expected)

@@ -61,7 +61,8 @@ std::vector<VocabCase> reference_vectors(const std::string& name) {
   std::vector<VocabCase> cases;
   std::string line;
   for (const std::string& input : inputs) {
-    if (!std::getline(out, line)) throw std::runtime_error(name + ".out has fewer lines than inputs");
+    if (!std::getline(out, line))
+      throw std::runtime_error(name + ".out has fewer lines than inputs");
     VocabCase c{input, {}};
     std::istringstream ids(line);
     for (long id; ids >> id;) c.expected.push_back(static_cast<tokenizer::TokenId>(id));

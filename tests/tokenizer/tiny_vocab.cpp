@@ -22,7 +22,8 @@ std::string write_tiny_vocab(const std::string& name, const TinyVocabSpec& spec)
 
 TinyVocabSpec byte_level_spec(const std::vector<std::string>& merges) {
   TinyVocabSpec spec;
-  for (int b = 0; b < 256; ++b) spec.tokens.push_back(tokenizer::byte_to_unicode(static_cast<uint8_t>(b)));
+  for (int b = 0; b < 256; ++b)
+    spec.tokens.push_back(tokenizer::byte_to_unicode(static_cast<uint8_t>(b)));
   for (const std::string& m : merges) {
     std::string joined = m;
     joined.erase(joined.find(' '), 1);
