@@ -58,12 +58,11 @@ class BpeWord {
       try_queue(symbols_[b.left].prev, b.left);
       try_queue(b.left, symbols_[b.left].next);
     }
+    // A character outside the vocabulary (a byte no token spells) is dropped, as the
+    // reference tokenizers do: byte-level vocabularies name their end-of-text token as
+    // "unknown", and inserting it would end the text for the model.
     for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
-      if (ids_[i] != kNoToken) {
-        out.push_back(ids_[i]);
-      } else if (vocab_.special.unk != kNoToken) {
-        out.push_back(vocab_.special.unk);
-      }
+      if (ids_[i] != kNoToken) out.push_back(ids_[i]);
     }
   }
 

@@ -16,7 +16,7 @@ namespace keel::tokenizer {
 void spm_encode(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
 
 // Byte-level BPE: pre-tokenizer split, GPT-2 byte alphabet, then merges by rank inside
-// each word (lowest rank first; ties: leftmost).
+// each word (lowest rank first; ties: leftmost). Bytes no token spells are dropped.
 void bpe_encode(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
 
 // WordPiece: BERT basic split, then greedy longest-prefix match with "##" continuations;

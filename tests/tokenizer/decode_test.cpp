@@ -42,7 +42,15 @@ std::string random_text(std::mt19937& rng) {
       U'\u0301', U'\u200d', U'🦙', U'😁', U'～', U'\u00a0', U'\u3000', U'\U0010FFFD'};
   std::string s;
   const size_t n = rng() % 40;
-  for (size_t i = 0; i < n; ++i) append_utf8(s, kPool[rng() % (sizeof(kPool) / sizeof(kPool[0]))]);
+  for (size_t i = 0; i < n; ++i) {
+    if (rng() % 8 == 0) {
+      // Any code point of planes 0-3 (surrogates become U+FFFD). Not beyond: starcoder's
+      // vocabulary has no token for lead byte 0xF1, so planes 4-7 cannot round-trip there.
+      append_utf8(s, static_cast<char32_t>(1 + rng() % 0x3FFFF));
+    } else {
+      append_utf8(s, kPool[rng() % (sizeof(kPool) / sizeof(kPool[0]))]);
+    }
+  }
   return s;
 }
 
@@ -54,6 +62,14 @@ TEST_P(RoundTrip, RandomTextRoundTrips) {
     const auto ids = tok.encode(text, kNoBos);
     ASSERT_EQ(tok.decode(ids, kWholeText), text) << GetParam() << " case " << i;
   }
+}
+
+TEST(Decode, BytesWithoutATokenAreDroppedNotEndOfText) {
+  const Tokenizer& tok = reference_vocab("starcoder");  // no token for byte 0xF1
+  const auto ids = tok.encode("a\U00063EFCb", kNoBos);
+  for (TokenId id : ids) EXPECT_FALSE(tok.is_end_of_generation(id));
+  // Its three continuation bytes remain, each decoding as U+FFFD.
+  EXPECT_EQ(tok.decode(ids), "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b");
 }
 
 TEST(Decode, WordPieceRandomTextEncodesToValidIds) {

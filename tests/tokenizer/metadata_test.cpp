@@ -53,6 +53,18 @@ TEST(Metadata, MergeRanksDecideOrder) {
   EXPECT_EQ(tok2.token_text(ids2[1]), "bc");
 }
 
+TEST(Metadata, Llama3EmitsWholeWordTokensWithoutMerges) {
+  // "abc" is a token, but the merges alone only reach "ab" + "c".
+  auto spec = test::byte_level_spec({"a b"});
+  spec.tokens.push_back("abc");
+  spec.pre = "llama-bpe";
+  const Tokenizer llama3 = load(test::write_tiny_vocab("llama3_pre", spec));
+  EXPECT_EQ(llama3.encode("abc").size(), 1u);
+  spec.pre = "gpt-2";
+  const Tokenizer gpt2 = load(test::write_tiny_vocab("gpt2_pre", spec));
+  EXPECT_EQ(gpt2.encode("abc").size(), 2u);
+}
+
 TEST(Metadata, SpmScoresDecideMergesAndBytesFallBack) {
   test::TinyVocabSpec spec;
   spec.model = "llama";
