@@ -12,6 +12,9 @@ std::unique_ptr<Architecture> make_architecture(const std::string& name) {
       {"llama", make_llama},
       {"qwen2", make_qwen2},
       {"qwen3", make_qwen3},
+      {"gemma2", make_gemma2},
+      {"gemma3", make_gemma3},
+      {"gpt-oss", make_gpt_oss},
   };
   auto it = table.find(name);
   if (it == table.end()) {

@@ -36,5 +36,8 @@ std::unique_ptr<Architecture> make_architecture(const std::string& name);
 std::unique_ptr<Architecture> make_llama();
 std::unique_ptr<Architecture> make_qwen2();
 std::unique_ptr<Architecture> make_qwen3();
+std::unique_ptr<Architecture> make_gemma2();
+std::unique_ptr<Architecture> make_gemma3();
+std::unique_ptr<Architecture> make_gpt_oss();
 
 }  // namespace keel::model

@@ -93,6 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GoldenSet{"stories260K", false, 0.1}, GoldenSet{"llama", false, 0.1},
                       GoldenSet{"llama3", false, 0.1}, GoldenSet{"qwen2", false, 0.1},
                       GoldenSet{"qwen3", false, 0.1}, GoldenSet{"qwen3-k-f32", false, 0.1},
+                      GoldenSet{"gemma2", false, 0.15}, GoldenSet{"gemma3", false, 0.1},
+                      GoldenSet{"gpt-oss", false, 0.1}, GoldenSet{"gemma3-long", false, 0.1},
                       GoldenSet{"llama-q8_0", true, 1.0}, GoldenSet{"llama-q4_0", true, 1.0},
                       GoldenSet{"qwen3-q8_0", true, 1.0}, GoldenSet{"qwen3-q4_0", true, 1.0},
                       GoldenSet{"qwen3-k-q4_k_m", true, 1.0},
