@@ -1,0 +1,82 @@
+// Stream and non-stream through the official OpenAI client give the same text, equal to
+// `keel run` for the same parameters; response shapes as the client expects them.
+import assert from 'node:assert/strict';
+import { client, collectStream, keelRun, loadOpenAI, requireModel, runCases, startServer } from './lib/harness.mjs';
+
+const OpenAI = await loadOpenAI();
+requireModel();
+const server = await startServer(['-c', '512', '-np', '2', '--heartbeat', '0.05']);
+const api = client(OpenAI, server);
+const PROMPT = 'Once upon a time';
+
+await runCases([
+  ['completion equals keel run (greedy), stream and non-stream', async () => {
+    const expected = keelRun(PROMPT, { n: 24 });
+    const whole = await api.completions.create({ model: 'x', prompt: PROMPT, max_tokens: 24, temperature: 0 });
+    assert.equal(whole.object, 'text_completion');
+    assert.equal(whole.choices[0].text, expected);
+    assert.equal(whole.usage.completion_tokens, 24);
+    assert.equal(whole.choices[0].finish_reason, 'length');
+    const streamed = await collectStream(await api.completions.create({
+      model: 'x', prompt: PROMPT, max_tokens: 24, temperature: 0, stream: true, stream_options: { include_usage: true } }));
+    assert.equal(streamed.text, expected);
+    assert.equal(streamed.finish, 'length');
+    assert.equal(streamed.usage.completion_tokens, 24);
+    assert.equal(streamed.usage.prompt_tokens, whole.usage.prompt_tokens);
+  }],
+  ['sampled completion with a seed equals keel run with that seed', async () => {
+    const params = { temp: 0.8, seed: 1234, topK: 40, topP: 0.95, minP: 0.05, n: 32 };
+    const expected = keelRun(PROMPT, params);
+    const req = { model: 'x', prompt: PROMPT, max_tokens: 32, temperature: 0.8, seed: 1234, top_k: 40, top_p: 0.95, min_p: 0.05 };
+    const whole = await api.completions.create(req);
+    assert.equal(whole.choices[0].text, expected);
+    const streamed = await collectStream(await api.completions.create({ ...req, stream: true }));
+    assert.equal(streamed.text, expected);
+  }],
+  ['chat: stream and non-stream give the same text', async () => {
+    const req = { model: 'x', messages: [{ role: 'user', content: 'Tell me a story about a cat.' }], max_tokens: 20, temperature: 0 };
+    const whole = await api.chat.completions.create(req);
+    assert.equal(whole.object, 'chat.completion');
+    assert.equal(whole.choices[0].message.role, 'assistant');
+    assert.ok(whole.id.startsWith('chatcmpl-'));
+    const streamed = await collectStream(await api.chat.completions.create({ ...req, stream: true }));
+    assert.equal(streamed.text, whole.choices[0].message.content);
+    assert.ok(['stop', 'length'].includes(streamed.finish));
+  }],
+  ['stop strings end the text before the stop', async () => {
+    const full = (await api.completions.create({ model: 'x', prompt: PROMPT, max_tokens: 40, temperature: 0 })).choices[0].text;
+    const cut = full.indexOf(' ', 8);
+    assert.ok(cut > 0, full);
+    const stop = full.slice(cut, cut + 3);
+    const r = await api.completions.create({ model: 'x', prompt: PROMPT, max_tokens: 40, temperature: 0, stop: [stop] });
+    assert.equal(r.choices[0].text, full.slice(0, full.indexOf(stop)));
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  }],
+  ['chat logprobs', async () => {
+    const r = await api.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 5, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const content = r.choices[0].logprobs.content;
+    assert.equal(content.length, r.usage.completion_tokens);
+    for (const t of content) {
+      assert.ok(t.logprob <= 0);
+      assert.equal(t.top_logprobs.length, 3);
+      assert.ok(Array.isArray(t.bytes));
+    }
+  }],
+  ['models list and retrieve', async () => {
+    const models = [];
+    for await (const m of api.models.list()) models.push(m);
+    assert.equal(models.length, 1);
+    assert.equal(models[0].id, 'stories260K');
+    const m = await api.models.retrieve('stories260K');
+    assert.equal(m.id, 'stories260K');
+  }],
+  ['n > 1 is a clear 400', async () => {
+    await assert.rejects(api.completions.create({ model: 'x', prompt: PROMPT, n: 2 }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'n' && /only n=1/.test(e.message));
+  }],
+  ['graceful stop exits 0', async () => {
+    const { code } = await server.stop('SIGTERM');
+    assert.equal(code, 0);
+  }],
+], [server]);
