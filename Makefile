@@ -25,6 +25,13 @@ test: build
 run: build
 	./$(BUILD)/keel run -m $(if $(MODEL),$(MODEL),../shared/models/stories260K.gguf) -p "$(PROMPT)" -n 64
 
+# The default model is generated once (random weights: the server says so at start-up).
+DEMO_MODEL ?= $(BUILD)/demo-random.gguf
+SERVE_ARGS ?=
+serve: build
+	@if [ -z "$(MODEL)" ] && [ ! -f "$(DEMO_MODEL)" ]; then ./$(BUILD)/keel make-model --preset demo -o $(DEMO_MODEL); fi
+	./$(BUILD)/keel serve -m $(if $(MODEL),$(MODEL),$(DEMO_MODEL)) $(SERVE_ARGS)
+
 # Sanitizer build: the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 SAN_LABELS ?= core|gguf|tensor|kv
 sanitize-test: setup
