@@ -105,24 +105,19 @@ class Gemma : public Architecture {
   }
 
   void forward(ForwardPass& fp) const override {
-    const HParams& hp = fp.hp();
-    const int64_t n = fp.n_rows(), d = hp.n_embd;
-    // x: residual stream [n][n_embd]; h: normed input; y: block output
-    std::vector<float> x(n * d), h(n * d), y(n * d);
-    embed(fp, emb_.token_embd, x.data());
-    kernels::scale_inplace(x.data(), std::sqrt(static_cast<float>(d)), n * d);
+    const int64_t n_embd = fp.hp().n_embd;
+    Residual res(fp);
+    embed(fp, emb_.token_embd, res.x());
+    kernels::scale_inplace(res.x(), std::sqrt(static_cast<float>(n_embd)), fp.n_rows() * n_embd);
     for (int32_t il = 0; il < static_cast<int32_t>(layers_.size()); ++il) {
       const Layer& L = layers_[il];
-      kernels::rms_norm(x.data(), L.attn_norm, n, d, hp.norm_eps, h.data());
-      self_attention(fp, il, L.attn, h.data(), y.data());
-      kernels::rms_norm(y.data(), L.post_attn_norm, n, d, hp.norm_eps, y.data());
-      kernels::add_inplace(x.data(), y.data(), n * d);
-      kernels::rms_norm(x.data(), L.ffn_norm, n, d, hp.norm_eps, h.data());
-      gated_ffn(fp, L.ffn, Activation::kGeluTanh, h.data(), y.data());
-      kernels::rms_norm(y.data(), L.post_ffn_norm, n, d, hp.norm_eps, y.data());
-      kernels::add_inplace(x.data(), y.data(), n * d);
+      res.add(L.attn_norm, L.post_attn_norm,
+              [&](const float* h, float* y) { self_attention(fp, il, L.attn, h, y); });
+      res.add(L.ffn_norm, L.post_ffn_norm, [&](const float* h, float* y) {
+        gated_ffn(fp, L.ffn, Activation::kGeluTanh, h, y);
+      });
     }
-    output_logits(fp, x.data(), emb_.output_norm, emb_.output, final_softcap_);
+    output_logits(fp, res.x(), emb_.output_norm, emb_.output, final_softcap_);
   }
 
  private:

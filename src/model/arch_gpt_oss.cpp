@@ -7,8 +7,6 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
-#include "kernels/activation.h"
-#include "kernels/norm.h"
 #include "model/architecture.h"
 #include "model/blocks.h"
 #include "model/common_weights.h"
@@ -62,21 +60,16 @@ class GptOss : public Architecture {
   }
 
   void forward(ForwardPass& fp) const override {
-    const HParams& hp = fp.hp();
-    const int64_t n = fp.n_rows(), d = hp.n_embd;
-    // x: residual stream [n][n_embd]; h: normed input; y: block output
-    std::vector<float> x(n * d), h(n * d), y(n * d);
-    embed(fp, emb_.token_embd, x.data());
+    Residual res(fp);
+    embed(fp, emb_.token_embd, res.x());
     for (int32_t il = 0; il < static_cast<int32_t>(layers_.size()); ++il) {
       const Layer& L = layers_[il];
-      kernels::rms_norm(x.data(), L.attn_norm, n, d, hp.norm_eps, h.data());
-      self_attention(fp, il, L.attn, h.data(), y.data());
-      kernels::add_inplace(x.data(), y.data(), n * d);
-      kernels::rms_norm(x.data(), L.ffn_norm, n, d, hp.norm_eps, h.data());
-      moe_ffn(fp, L.moe, MoeActivation{}, h.data(), y.data());
-      kernels::add_inplace(x.data(), y.data(), n * d);
+      res.add(L.attn_norm, nullptr,
+              [&](const float* h, float* y) { self_attention(fp, il, L.attn, h, y); });
+      res.add(L.ffn_norm, nullptr,
+              [&](const float* h, float* y) { moe_ffn(fp, L.moe, MoeActivation{}, h, y); });
     }
-    output_logits(fp, x.data(), emb_.output_norm, emb_.output, 0.0f);
+    output_logits(fp, res.x(), emb_.output_norm, emb_.output, 0.0f);
   }
 
  private:

@@ -10,6 +10,21 @@
 
 namespace keel::model {
 
+Residual::Residual(const ForwardPass& fp)
+    : fp_(fp),
+      x_(static_cast<size_t>(fp.n_rows() * fp.hp().n_embd)),
+      h_(x_.size()),
+      y_(x_.size()) {}
+
+void Residual::add(const float* pre_norm, const float* post_norm, const Block& block) {
+  const int64_t n = fp_.n_rows(), d = fp_.hp().n_embd;
+  const float eps = fp_.hp().norm_eps;
+  kernels::rms_norm(x_.data(), pre_norm, n, d, eps, h_.data());
+  block(h_.data(), y_.data());
+  if (post_norm) kernels::rms_norm(y_.data(), post_norm, n, d, eps, y_.data());
+  kernels::add_inplace(x_.data(), y_.data(), n * d);
+}
+
 void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y) {
   kernels::matmul(l.w, x, fp.n_rows(), y, fp.pool());
   if (l.bias) kernels::add_rows(y, l.bias, fp.n_rows(), l.w.n_out);

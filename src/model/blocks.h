@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "model/forward_pass.h"
 #include "model/weights.h"
@@ -24,6 +26,20 @@ enum class Activation { kSilu, kGeluTanh };
 
 struct GatedFfnWeights {
   Linear gate, up, down;
+};
+
+// The residual stream x [n_rows][n_embd] of a pass, with scratch for one block.
+class Residual {
+ public:
+  explicit Residual(const ForwardPass& fp);
+  float* x() { return x_.data(); }
+  using Block = std::function<void(const float* h, float* y)>;
+  // x += post_norm(block(rms_norm(x, pre_norm))); post_norm may be null (no norm).
+  void add(const float* pre_norm, const float* post_norm, const Block& block);
+
+ private:
+  const ForwardPass& fp_;
+  std::vector<float> x_, h_, y_;  // each [n_rows][n_embd]
 };
 
 // y[n_rows][l.w.n_out] = x[n_rows][l.w.n_in] · Wᵀ (+ bias)
