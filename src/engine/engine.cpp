@@ -157,6 +157,8 @@ RequestHandle Engine::submit(Request request) {
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(impl_->shared->mutex);
   EngineStats out = impl_->shared->stats;
+  out.slots_busy = impl_->shared->active;  // live, not as of the last step
+  out.queue_depth = static_cast<int64_t>(impl_->shared->queue.size());
   out.faults_injected = faults_injected();
   return out;
 }

@@ -57,11 +57,16 @@ TEST(EngineCancel, DuringPrefillKeepsComputedChunksForTheRetry) {
   Rig rig(o);
   std::vector<int32_t> prompt = random_prompt(7, 60, rig.fake->n_vocab());
   RequestHandle h;
+  std::mutex h_mutex;  // h is assigned here and read by the hook on the engine thread
   std::atomic<int> calls{0};
   rig.fake->on_forward = [&](std::span<const BatchEntry>) {
+    std::lock_guard<std::mutex> lock(h_mutex);
     if (++calls == 3) h.cancel();  // during the third chunk: it still completes
   };
-  h = rig.engine->submit(make_request(prompt, 5));
+  {
+    std::lock_guard<std::mutex> lock(h_mutex);
+    h = rig.engine->submit(make_request(prompt, 5));
+  }
   Outcome out = collect(h);
   EXPECT_EQ(out.reason, FinishReason::kCancelled);
   EXPECT_TRUE(out.tokens.empty());

@@ -4,7 +4,9 @@
 // memory plan.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/error.h"
@@ -134,13 +136,18 @@ TEST(ModelEngine, CancelDuringPrefillKeepsTheComputedPrefixForTheRetry) {
   LoadOptions o = load_options(path, 1, 32);
   const LoadedModel& m = loaded(path);
   RequestHandle h;
+  std::mutex h_mutex;  // h is assigned on this thread, read by the hook on the engine's
   int calls = 0;
   auto backend = std::make_unique<HookedBackend>(std::make_unique<ModelBackend>(m.model, m.tokenizer, o),
                                                  [&](std::span<const BatchEntry>) {
+    std::lock_guard<std::mutex> lock(h_mutex);
     if (++calls == 3) h.cancel();  // the third chunk still completes; no fourth
   });
   Engine engine(std::move(backend), o.engine);
-  h = engine.submit(r);
+  {
+    std::lock_guard<std::mutex> lock(h_mutex);
+    h = engine.submit(r);
+  }
   Outcome cancelled = collect(h);
   EXPECT_EQ(cancelled.reason, FinishReason::kCancelled);
   EXPECT_EQ(calls, 3);
@@ -239,6 +246,78 @@ TEST(ModelEngine, MemoryPlanRefusesAndNamesWhatFits) {
     EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
     EXPECT_NE(std::string(e.what()).find("q8_0"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace keel::engine::test
+
+namespace keel::engine::test {
+namespace {
+
+// Soak (KEEL_SOAK=1): random workloads on stories260K — shared prefixes, random budgets
+// and slot counts, cancels from inside forward passes, faults inside kernels — every
+// completed request equal to its solo run, every cancelled or failed one a prefix of it.
+TEST(ModelEngine, SoakRandomWorkloadsAgainstSoloRuns) {
+  const char* soak = std::getenv("KEEL_SOAK");
+  if (!soak || std::string(soak) != "1") GTEST_SKIP() << "set KEEL_SOAK=1 (ctest -L soak)";
+  const std::string path = stories_path();
+  const LoadedModel& m = loaded(path);
+  int total = 0, cancelled = 0, failed = 0;
+  int64_t injected0 = faults_injected();
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull;
+    auto rnd = [&](uint64_t n) {
+      s ^= s << 13;
+      s ^= s >> 7;
+      s ^= s << 17;
+      return s % n;
+    };
+    LoadOptions o = load_options(path, 1 + static_cast<int32_t>(rnd(4)), 1 + static_cast<int32_t>(rnd(48)));
+    std::vector<int32_t> shared = random_prompt(seed, 60, 500);
+    std::vector<Request> requests;
+    for (int i = 0; i < 16; ++i) {
+      std::vector<int32_t> p(shared.begin(), shared.begin() + static_cast<long>(rnd(60)));
+      std::vector<int32_t> tail = random_prompt(seed * 100 + static_cast<uint64_t>(i), 1 + rnd(20), 500);
+      p.insert(p.end(), tail.begin(), tail.end());
+      Request r = make_request(p, 1 + static_cast<int32_t>(rnd(12)), seed * 7 + static_cast<uint64_t>(i),
+                               rnd(2) ? 0.0f : 0.9f);
+      r.ignore_eos = true;
+      requests.push_back(r);
+    }
+    std::vector<RequestHandle> handles(requests.size());
+    std::map<int, size_t> cancel_at;
+    int calls = 0;
+    std::mutex handles_mutex;  // the hook reads handles on the engine thread
+    auto backend = std::make_unique<HookedBackend>(std::make_unique<ModelBackend>(m.model, m.tokenizer, o),
+                                                   [&](std::span<const BatchEntry>) {
+                                                     std::lock_guard<std::mutex> lock(handles_mutex);
+                                                     auto it = cancel_at.find(++calls);
+                                                     if (it != cancel_at.end()) handles[it->second].cancel();
+                                                   });
+    for (int k = 0; k < 3; ++k) cancel_at[1 + static_cast<int>(rnd(30))] = rnd(requests.size());
+    Engine engine(std::move(backend), o.engine);
+    fault_configure({"kernel", 0.002, seed});
+    {
+      std::lock_guard<std::mutex> lock(handles_mutex);
+      for (size_t i = 0; i < requests.size(); ++i) handles[i] = engine.submit(requests[i]);
+    }
+    std::vector<Outcome> outs;
+    for (RequestHandle& h : handles) outs.push_back(collect(h));
+    fault_disable();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::vector<int32_t> want = run_solo(path, requests[i]).tokens;
+      ++total;
+      if (outs[i].reason == FinishReason::kCancelled || outs[i].reason == FinishReason::kError) {
+        (outs[i].reason == FinishReason::kCancelled ? cancelled : failed)++;
+        EXPECT_LE(outs[i].tokens.size(), want.size());
+        EXPECT_TRUE(std::equal(outs[i].tokens.begin(), outs[i].tokens.end(), want.begin())) << "seed " << seed;
+      } else {
+        EXPECT_EQ(outs[i].tokens, want) << "seed " << seed << " request " << i;
+      }
+    }
+  }
+  std::printf("model soak: %d requests, %d cancelled, %d failed, %lld faults injected\n", total, cancelled, failed,
+              static_cast<long long>(faults_injected() - injected0));
 }
 
 }  // namespace
