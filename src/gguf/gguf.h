@@ -8,8 +8,8 @@
 // allocate more than a small multiple of the file's size.
 //
 // Thread-safety: a GgufFile is immutable after construction; concurrent reads are safe.
-// Ownership: tensor data pointers point into the mapping (or the in-memory image) and live
-// as long as the GgufFile; moving a GgufFile keeps them valid.
+// Ownership: tensor data pointers point into the mapping (or the in-memory image, or the
+// caller's borrowed bytes) and live as long as the GgufFile; moving it keeps them valid.
 //
 // Format accepted: GGUF versions 2 and 3, little-endian, 64-bit counts. Limits beyond the
 // file size: tensors have 1..kMaxDims dimensions, each >= 1; arrays nest at most
@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -128,6 +129,9 @@ class GgufFile {
   // Parses an in-memory image with the same routine (fuzzing, replay tests); `name` stands
   // in for the path in messages. Throws keel::Error(kInvalidFile).
   GgufFile(std::string name, std::vector<uint8_t> bytes);
+  // Parses bytes the caller keeps alive and unchanged while the GgufFile lives, without
+  // copying them (replay tests and fuzzing mutate one buffer in place).
+  static GgufFile borrowing(std::string name, std::span<const uint8_t> bytes);
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
   GgufFile(const GgufFile&) = delete;
@@ -157,7 +161,8 @@ class GgufFile {
   const TensorInfo* find_tensor(const std::string& name) const;  // nullptr when absent
 
  private:
-  void parse();  // the one parse routine behind both constructors
+  GgufFile() = default;
+  void parse();  // the one parse routine behind every constructor
 
   std::optional<MappedFile> file_;  // set when opened from a path
   std::vector<uint8_t> image_;      // set when parsed from memory

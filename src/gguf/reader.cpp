@@ -78,6 +78,15 @@ GgufFile::GgufFile(std::string name, std::vector<uint8_t> bytes)
   parse();
 }
 
+GgufFile GgufFile::borrowing(std::string name, std::span<const uint8_t> bytes) {
+  GgufFile f;
+  f.name_ = std::move(name);
+  f.base_ = bytes.data();
+  f.size_ = bytes.size();
+  f.parse();
+  return f;
+}
+
 void GgufFile::parse() {
   detail::Cursor in(name_, base_, size_);
   if (size_ < 4) in.fail_at(0, "file of " + std::to_string(size_) + " bytes is too small for GGUF");

@@ -187,6 +187,10 @@ TEST(GgufMalformed, WellFormedHandBuiltFileParses) {
   EXPECT_EQ(f.tensors()[1].n_bytes, 68u);
   EXPECT_EQ(f.tensors()[1].data, f.tensors()[0].data + 64);
   EXPECT_EQ(f.tensors()[1].n_elements(), 64);
+  // Borrowing parses the same bytes in place.
+  GgufFile g = GgufFile::borrowing("ok.gguf", b.bytes);
+  EXPECT_EQ(g.tensors()[1].data, b.bytes.data() + data_at + 64);
+  EXPECT_TRUE(g.metadata()[1].second == f.metadata()[1].second);
 }
 
 TEST(GgufMalformed, FilesOnDiskNameThePath) {
