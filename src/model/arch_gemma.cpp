@@ -39,7 +39,12 @@ std::vector<bool> gemma3_sliding_layers(const gguf::GgufFile& f, const HParams& 
   std::vector<bool> sliding(static_cast<size_t>(hp.n_layer));
   const gguf::Value* v = f.find(hp.key("attention.sliding_window_pattern"));
   if (v && v->is_array()) {
-    auto flags = v->as_int_array();
+    std::vector<int64_t> flags;
+    if (v->array_type == gguf::ValueType::kBool) {
+      for (bool b : v->as_array<bool>()) flags.push_back(b ? 1 : 0);
+    } else {
+      flags = v->as_int_array();
+    }
     if (static_cast<int64_t>(flags.size()) != hp.n_layer) {
       throw Error(ErrorCode::kInvalidFile,
                   f.path() + ": metadata '" + hp.key("attention.sliding_window_pattern") +
