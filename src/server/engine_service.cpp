@@ -49,7 +49,9 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
   options.eos_token = special_text(tok, tok.special_ids().eos);
   const std::string text = chat::render_chat(parts_.chat_family, messages, options);
   tokenizer::EncodeOptions encode;
-  encode.add_bos = false;  // the template wrote it
+  // Families whose format starts with BOS wrote it; the others (ChatML) get the
+  // vocabulary's default, so BOS is never doubled nor lost.
+  encode.add_bos = tok.add_bos_default() && (options.bos_token.empty() || !text.starts_with(options.bos_token));
   encode.parse_special = true;
   return tok.encode(text, encode);
 }

@@ -7,7 +7,8 @@
 //    only reads immutable state.
 //  - Chat prompts: the family's template renders the conversation with the generation
 //    prompt, BOS/EOS written as the vocabulary's own token text, then the text is encoded
-//    with special tokens parsed and no extra BOS. Completion prompts: the text is encoded
+//    with special tokens parsed; BOS is added only when the vocabulary wants one and the
+//    template did not write it (never doubled). Completion prompts: the text is encoded
 //    with the vocabulary's BOS default and no special-token parsing (user text cannot
 //    smuggle control tokens in); token prompts go through as given.
 #pragma once

@@ -35,7 +35,7 @@ struct ModelInfo {
 
 struct SlotInfo {
   int32_t id = 0;
-  std::string state;  // "idle" | "prefill" | "generating"
+  std::string state;  // "idle" | "busy" (finer states when the engine reports them)
   int64_t n_past = 0;
   uint64_t request_id = 0;
 };
