@@ -40,9 +40,10 @@ void quantize_mxfp4(const float* src, void* dst, int64_t nb);
 // Rounds to nearest (ties to even) and clamps to [lo, hi]; NaN maps to lo. Never UB on
 // any input. |lo|, |hi| < 2^22: adding 1.5 * 2^23 leaves the rounded integer in the low
 // mantissa bits, which is much faster than a libm call on baseline x86-64.
+// Branch-free (the comparisons compile to max/min), so the quantizers' loops vectorize.
 inline int round_clamp(float v, int lo, int hi) {
-  if (!(v > static_cast<float>(lo))) return lo;
-  if (v >= static_cast<float>(hi)) return hi;
+  v = v > static_cast<float>(lo) ? v : static_cast<float>(lo);  // NaN fails: lo
+  v = v < static_cast<float>(hi) ? v : static_cast<float>(hi);
   const float shifted = v + 12582912.0f;
   int32_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);

@@ -10,8 +10,8 @@ namespace {
 
 // Candidate inverse scales are nmax + kStep * s for s in [-kSteps, kSteps]: enough to move
 // the rounding boundaries across every code once for typical data.
-constexpr int kSteps = 12;
-constexpr float kStep = 0.1f;
+constexpr int kSteps = 6;
+constexpr float kStep = 0.2f;
 
 double squared_error_affine(const float* x, int n, const uint8_t* L, float scale, float offset) {
   double err = 0.0;
