@@ -41,12 +41,17 @@ export function withTimeout(promise, ms, what) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Servers still running when the test process ends (a failed case) are killed with it.
+const spawned = new Set();
+process.on('exit', () => { for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL'); });
+
 // Starts `keel serve -m MODEL --port 0 ...args`; resolves once /health is 200.
 export async function startServer(args = [], { env = {}, model = MODEL, waitReady = true } = {}) {
   const proc = spawn(KEEL_BIN, ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0', ...args], {
     env: { ...process.env, KEEL_LOG: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const port = await withTimeout(new Promise((resolve, reject) => {
