@@ -67,7 +67,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
   if (!w.data || w.n_in <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "matmul: empty weight matrix");
   }
-  if (matmul_integer(w, x, n_rows, y, pool)) return;
+  if (matmul_fast(w, x, n_rows, y, pool)) return;
   if (pool == nullptr || pool->size() <= 1 || w.n_out <= kRowsPerChunk ||
       w.n_out * w.n_in * n_rows < kMinParallelWork) {
     matmul_range(w, x, n_rows, y, 0, w.n_out);

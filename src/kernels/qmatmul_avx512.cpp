@@ -13,6 +13,7 @@
 // intrinsics as maybe-uninitialized; the warning is about the header, not this code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")
 
 namespace keel::kernels::q {
@@ -32,6 +33,8 @@ inline __m512 load_f16x16(const uint8_t* p) {
 
 inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
+// Per file on purpose: anything instantiated under this file's target pragma must keep
+// internal linkage, or the linker could hand another ISA's path a copy it cannot run.
 template <int R>
 struct RowPtrs {
   const int8_t* x[R];

@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_half.h"
 #include "kernels/matmul_path.h"
 #include "kernels/repack.h"
 
@@ -65,9 +66,17 @@ void prepare_weights(const WeightMatrix& w) {
   if (w.pack && q::panel_kernel(q::best_isa(), w.type)) w.pack->get(w);
 }
 
-bool matmul_integer(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
+bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
   const MatmulPath path = matmul_path();
   if (path == MatmulPath::kReference) return false;
+  if (path == MatmulPath::kAuto && half_kernel_available(w)) {
+    // Same bits as the reference (matmul_half.h), only faster.
+    constexpr int64_t kRows = 16;
+    run_tasks(pool, (w.n_out + kRows - 1) / kRows, n_rows * w.n_in * w.n_out, [&](int64_t b, int64_t e) {
+      matmul_half_range(w, x, n_rows, y, b * kRows, std::min(w.n_out, e * kRows));
+    });
+    return true;
+  }
   const q::Format* fmt = q::format_for(w.type);
   if (!fmt || w.n_in % fmt->block != 0) return false;
 

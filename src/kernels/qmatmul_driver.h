@@ -23,8 +23,9 @@ std::shared_ptr<q::PackCache> make_pack_cache(tensor::DType type);
 // Packs `w` now (at load) instead of on its first product; a no-op where nothing packs.
 void prepare_weights(const WeightMatrix& w);
 
-// Runs y = x · Wᵀ on the integer path and returns true, or returns false (nothing done)
-// when the path is not taken (reference mode, a type without it).
-bool matmul_integer(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
+// Runs y = x · Wᵀ on a fast path and returns true — the integer path (qmatmul.h) or the
+// f16/bf16 SIMD twin of the reference (matmul_half.h) — or returns false (nothing done)
+// when none applies (MatmulPath::kReference, a type without one).
+bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
 }  // namespace keel::kernels

@@ -1,0 +1,202 @@
+// keel bench — llama-bench-like throughput figures (pp / tg tokens/s, mean ± sd over
+// repetitions after a warm-up) and, with --roofline, this machine's limits and the bounds
+// they put on the model. docs/PERFORMANCE.md records the figures and commands.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_roofline.h"
+#include "cli/bench_runner.h"
+#include "cli/command.h"
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf.h"
+#include "kernels/matmul_path.h"
+#include "kernels/qmatmul.h"
+#include "model/model.h"
+
+namespace keel::cli {
+namespace {
+
+struct BenchOptions {
+  std::string model;
+  std::vector<int64_t> n_prompt{512};
+  std::vector<int64_t> n_gen{128};
+  std::vector<int64_t> depth{0};
+  std::vector<int64_t> parallel{1};
+  int threads = 2;
+  int reps = 5;
+  std::string flash_attn = "on";
+  std::string type_k = "f16";
+  std::string type_v = "f16";
+  std::string output = "md";
+  bool roofline = false;
+};
+
+struct ModelFacts {
+  std::string file, type;
+  double size_gib = 0, params_b = 0;
+};
+
+ModelFacts model_facts(const model::Model& m) {
+  ModelFacts f;
+  f.file = m.file().path();
+  f.file = f.file.substr(f.file.find_last_of('/') + 1);
+  std::map<std::string, uint64_t> bytes_by_type;
+  uint64_t bytes = 0, params = 0;
+  for (const auto& t : m.file().tensors()) {
+    bytes += t.n_bytes;
+    params += static_cast<uint64_t>(t.n_elements());
+    bytes_by_type[tensor::dtype_name(t.type)] += t.n_bytes;
+  }
+  uint64_t best = 0;
+  for (const auto& [name, b] : bytes_by_type) {
+    if (b > best) best = b, f.type = name;
+  }
+  f.size_gib = double(bytes) / double(1ull << 30);
+  f.params_b = double(params) / 1e9;
+  return f;
+}
+
+tensor::DType parse_type(const std::string& name, const char* flag) {
+  const auto t = tensor::dtype_from_name(name);
+  if (!t) throw Error(ErrorCode::kInvalidArgument, std::string(flag) + ": unknown KV type '" + name + "'");
+  return *t;
+}
+
+std::vector<BenchTest> plan_tests(const BenchOptions& o) {
+  std::vector<BenchTest> tests;
+  for (int64_t d : o.depth) {
+    for (int64_t p : o.n_prompt) {
+      if (p > 0) tests.push_back({p, 0, d, 1});
+    }
+    for (int64_t n : o.n_gen) {
+      if (n <= 0) continue;
+      for (int64_t par : o.parallel) tests.push_back({0, n, d, par});
+    }
+  }
+  return tests;
+}
+
+nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchResult& r) {
+  return {{"model_filename", f.file},
+          {"model_type", f.type},
+          {"model_size_gib", f.size_gib},
+          {"model_n_params_b", f.params_b},
+          {"n_threads", o.threads},
+          {"flash_attn", o.flash_attn == "on"},
+          {"type_k", o.type_k},
+          {"type_v", o.type_v},
+          {"n_parallel", r.test.n_parallel},
+          {"test", r.test.name()},
+          {"n_prompt", r.test.n_prompt},
+          {"n_gen", r.test.n_gen},
+          {"n_depth", r.test.n_depth},
+          {"avg_ts", r.avg_ts()},
+          {"stddev_ts", r.stddev_ts()},
+          {"samples_ts", r.samples_ts},
+          {"isa", kernels::q::isa_name(kernels::q::best_isa())},
+          {"matmul_path", kernels::matmul_path_name(kernels::matmul_path())},
+          {"cpu_info", cpu_features().describe()}};
+}
+
+void print_md_header() {
+  std::printf("| model | size | params | isa | threads | fa | ctk/ctv | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: |\n");
+}
+
+void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, bool first) {
+  if (o.output == "json") {
+    std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r).dump().c_str());
+  } else if (o.output == "csv") {
+    if (first) std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts\n");
+    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f\n", f.file.c_str(), f.type.c_str(), o.threads,
+                o.flash_attn == "on", o.type_k.c_str(), o.type_v.c_str(), (long long)r.test.n_parallel,
+                r.test.name().c_str(), (long long)r.test.n_prompt, (long long)r.test.n_gen,
+                (long long)r.test.n_depth, r.avg_ts(), r.stddev_ts());
+  } else {
+    if (first) print_md_header();
+    std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f |\n", f.file.c_str(),
+                f.type.c_str(), f.size_gib, f.params_b, kernels::q::isa_name(kernels::q::best_isa()), o.threads,
+                o.flash_attn.c_str(), o.type_k.c_str(), o.type_v.c_str(), r.test.name().c_str(), r.avg_ts(),
+                r.stddev_ts());
+  }
+  std::fflush(stdout);
+}
+
+int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o) {
+  const MachineRoofline mr = measure_machine(pool);
+  const ModelBounds b = model_bounds(m, mr);
+  if (o.output == "json") {
+    nlohmann::json j = {{"n_threads", mr.threads},         {"read_gbs", mr.read_gbs},
+                        {"int8_tops", mr.int8_tops},        {"bf16_tflops", mr.bf16_tflops},
+                        {"f32_tflops", mr.f32_tflops},      {"model_filename", model_facts(m).file},
+                        {"weight_bytes_per_token", b.weight_bytes_per_token},
+                        {"flops_per_token", b.flops_per_token}, {"tg_bound_ts", b.tg_bound_ts},
+                        {"pp_bound_ts", b.pp_bound_ts},     {"pp_path", b.pp_path}};
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("| threads | read GB/s | int8 TOPS | bf16 TFLOPS | f32 TFLOPS | weight MB/token | GFLOP/token | tg_bound_ts | pp_bound_ts (%s) |\n",
+              b.pp_path.c_str());
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| %d | %.1f | %.3f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f |\n", mr.threads, mr.read_gbs, mr.int8_tops,
+              mr.bf16_tflops, mr.f32_tflops, b.weight_bytes_per_token / 1e6, b.flops_per_token / 1e9, b.tg_bound_ts,
+              b.pp_bound_ts);
+  return 0;
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.threads < 1 || o.reps < 1) throw Error(ErrorCode::kInvalidArgument, "bench: -t and -r must be >= 1");
+  if (o.output != "md" && o.output != "json" && o.output != "csv") {
+    throw Error(ErrorCode::kInvalidArgument, "bench: -o must be md, json or csv, not '" + o.output + "'");
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  model::Model m(o.model);
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  ThreadPool pool(o.threads);
+  std::fprintf(stderr, "keel bench: %s loaded in %.0f ms; isa %s, matmul %s\n", o.model.c_str(), load_ms,
+               kernels::q::isa_name(kernels::q::best_isa()), kernels::matmul_path_name(kernels::matmul_path()));
+  if (o.roofline) return run_roofline(m, pool, o);
+
+  BenchSettings s;
+  s.flash_attention = o.flash_attn == "on";
+  s.type_k = parse_type(o.type_k, "-ctk");
+  s.type_v = parse_type(o.type_v, "-ctv");
+  s.reps = o.reps;
+  const ModelFacts facts = model_facts(m);
+  bool first = true;
+  for (const BenchTest& t : plan_tests(o)) {
+    print_row(facts, o, run_bench_test(m, pool, t, s), first);
+    first = false;
+  }
+  if (o.output == "json" && !first) std::printf("\n]\n");
+  return 0;
+}
+
+CommandRegistrar reg("bench", "Measure prompt/generation throughput (llama-bench style) or the roofline", [](CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  app.add_option("-m,--model", o->model, "GGUF model")->required();
+  app.add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (comma list; 0 skips)")->delimiter(',');
+  app.add_option("-n,--n-gen", o->n_gen, "generated tokens (comma list; 0 skips)")->delimiter(',');
+  app.add_option("-d,--depth", o->depth, "tokens already in the cache (comma list)")->delimiter(',');
+  app.add_option("--parallel", o->parallel, "concurrent generating sequences (comma list)")->delimiter(',');
+  app.add_option("-t,--threads", o->threads, "threads");
+  app.add_option("-r,--repetitions", o->reps, "timed repetitions after one warm-up");
+  app.add_option("--fa,--flash-attn", o->flash_attn, "on|off")->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--ctk,--cache-type-k", o->type_k, "K cache type");
+  app.add_option("--ctv,--cache-type-v", o->type_v, "V cache type");
+  app.add_option("-o,--output", o->output, "md|json|csv")->check(CLI::IsMember({"md", "json", "csv"}));
+  app.add_flag("--roofline", o->roofline, "measure bandwidth and dot-product peaks, print the model's bounds");
+  return [o] { return run_bench(*o); };
+});
+
+}  // namespace
+}  // namespace keel::cli

@@ -1,0 +1,122 @@
+#include "cli/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "kv/kv_cache.h"
+
+namespace keel::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kDepthChunk = 512;  // tokens per forward when filling the depth prefix
+
+int32_t token_at(int64_t i, int64_t n_vocab) {
+  // A fixed scramble of positions into ids (skipping the first few specials).
+  const uint64_t h = static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull;
+  return static_cast<int32_t>(3 + (h >> 33) % static_cast<uint64_t>(n_vocab - 3));
+}
+
+kv::KvOptions cache_options(const BenchTest& t, const BenchSettings& s) {
+  kv::KvOptions o;
+  o.k_type = s.type_k;
+  o.v_type = s.type_v;
+  const int64_t per_seq = t.n_depth + t.n_prompt + t.n_gen + 64;
+  // Depth prefix + one forked run alive at a time (the prefix pages are shared).
+  o.max_tokens = per_seq * (t.n_parallel + 1) + 256;
+  o.max_sequences = static_cast<int32_t>(t.n_parallel + 2);
+  o.max_batch_tokens = std::max<int64_t>({t.n_prompt, t.n_parallel, std::min<int64_t>(t.n_depth, kDepthChunk), 1});
+  return o;
+}
+
+// Runs tokens [first, first + n) of `seq` in one forward; logits only for the last.
+void prefill(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId seq, int64_t first,
+             int64_t n, const model::ForwardOptions& fo) {
+  std::vector<model::BatchEntry> batch;
+  batch.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    batch.push_back({token_at(first + i, m.n_vocab()), kv.length(seq) + i, seq, i + 1 == n});
+  }
+  m.forward(batch, kv, pool, fo);
+}
+
+// Depth prefixes go in chunks so the batch limit of the cache is respected.
+void fill_depth(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId seq, int64_t depth,
+                int64_t chunk, const model::ForwardOptions& fo) {
+  for (int64_t done = 0; done < depth; done += chunk) prefill(m, kv, pool, seq, done, std::min(chunk, depth - done), fo);
+}
+
+double run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId base,
+                const BenchTest& t, const model::ForwardOptions& fo) {
+  std::vector<kv::SeqId> seqs;
+  for (int64_t s = 0; s < (t.n_prompt > 0 ? 1 : t.n_parallel); ++s) {
+    seqs.push_back(t.n_depth > 0 ? kv.fork(base, t.n_depth) : kv.create());
+  }
+  const auto start = Clock::now();
+  int64_t tokens = 0;
+  if (t.n_prompt > 0) {
+    prefill(m, kv, pool, seqs[0], t.n_depth, t.n_prompt, fo);
+    tokens = t.n_prompt;
+  } else {
+    std::vector<model::BatchEntry> batch(seqs.size());
+    for (int64_t step = 0; step < t.n_gen; ++step) {
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        const int64_t pos = kv.length(seqs[s]);
+        batch[s] = {token_at(pos + 7 * static_cast<int64_t>(s), m.n_vocab()), pos, seqs[s], true};
+      }
+      m.forward(batch, kv, pool, fo);
+    }
+    tokens = t.n_gen * static_cast<int64_t>(seqs.size());
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (kv::SeqId s : seqs) kv.release(s);
+  return static_cast<double>(tokens) / seconds;
+}
+
+}  // namespace
+
+std::string BenchTest::name() const {
+  std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (n_depth > 0) s += " @ d" + std::to_string(n_depth);
+  if (n_parallel > 1) s += " x" + std::to_string(n_parallel);
+  return s;
+}
+
+double BenchResult::avg_ts() const {
+  double s = 0;
+  for (double v : samples_ts) s += v;
+  return samples_ts.empty() ? 0.0 : s / static_cast<double>(samples_ts.size());
+}
+
+double BenchResult::stddev_ts() const {
+  if (samples_ts.size() < 2) return 0.0;
+  const double mean = avg_ts();
+  double s = 0;
+  for (double v : samples_ts) s += (v - mean) * (v - mean);
+  return std::sqrt(s / static_cast<double>(samples_ts.size() - 1));
+}
+
+BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,
+                           const BenchSettings& settings) {
+  if ((test.n_prompt > 0) == (test.n_gen > 0) || test.n_depth < 0 || test.n_parallel < 1 || settings.reps < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "bench: a test is either pp or tg, with depth >= 0, parallel >= 1, reps >= 1");
+  }
+  kv::KvCache kv(m.kv_layout(), cache_options(test, settings));
+  model::ForwardOptions fo;
+  fo.flash_attention = settings.flash_attention;
+  kv::SeqId base = -1;
+  if (test.n_depth > 0) {
+    base = kv.create();
+    fill_depth(m, kv, pool, base, test.n_depth, kDepthChunk, fo);
+  }
+  BenchResult r;
+  r.test = test;
+  run_once(m, kv, pool, base, test, fo);  // warm-up: page faults, packing, caches
+  for (int i = 0; i < settings.reps; ++i) r.samples_ts.push_back(run_once(m, kv, pool, base, test, fo));
+  return r;
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,49 @@
+// The measurements behind `keel bench`: prompt processing (pp), generation (tg), each at a
+// depth of tokens already cached, and aggregate generation of N parallel sequences —
+// all through the model's forward pass and the paged KV cache, as the engine drives them.
+//
+// Contract: run_bench_test() does one warm-up run, then `reps` timed runs, and returns the
+// tokens/s of each. Tokens are a fixed pseudo-random sequence (timing does not depend on
+// the ids). The depth prefix is computed once and forked (copy-on-write) for every run.
+// Throws keel::Error from the model or cache (e.g. a KV type the cache cannot hold).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "tensor/types.h"
+
+namespace keel {
+class ThreadPool;
+}
+
+namespace keel::cli {
+
+struct BenchTest {
+  int64_t n_prompt = 0;  // pp test when > 0 (then n_gen == 0)
+  int64_t n_gen = 0;     // tg test when > 0
+  int64_t n_depth = 0;
+  int64_t n_parallel = 1;  // sequences generating together (tg only)
+  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096", "tg128 x8"
+};
+
+struct BenchSettings {
+  bool flash_attention = true;
+  tensor::DType type_k = tensor::DType::kF16;
+  tensor::DType type_v = tensor::DType::kF16;
+  int reps = 5;
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> samples_ts;  // tokens/s per repetition
+  double avg_ts() const;
+  double stddev_ts() const;
+};
+
+BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,
+                           const BenchSettings& settings);
+
+}  // namespace keel::cli

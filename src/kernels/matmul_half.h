@@ -1,0 +1,18 @@
+// F16 / BF16 weights by f32 activations with AVX2 + F16C: the reference arithmetic of
+// kernels::matmul (each weight row widened to f32 exactly, then dot_f32's order: 8
+// interleaved partial sums, mul then add, pairwise combine, ascending tail) done with 8-lane
+// vectors, so the results are bitwise those of the scalar reference — for 1 row or n.
+// Rows [o_begin, o_end) of y[n_rows][w.n_out]; thread-safety as kernels::matmul.
+#pragma once
+
+#include <cstdint>
+
+namespace keel::kernels {
+struct WeightMatrix;
+
+// True when this machine has the instructions and `w` is f16 or bf16.
+bool half_kernel_available(const WeightMatrix& w);
+void matmul_half_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin,
+                       int64_t o_end);
+
+}  // namespace keel::kernels
