@@ -64,6 +64,8 @@ struct Engine::Impl {
   Impl(std::unique_ptr<Backend> b, const EngineOptions& o)
       : backend(std::move(b)), options(o), n_vocab(backend->n_vocab()), slots(o.n_parallel) {
     shared->stats.step_seconds_buckets.assign(step_seconds_bounds().size() + 1, 0.0);
+    shared->stats.slots.resize(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) shared->stats.slots[i].id = static_cast<int32_t>(i);
   }
 
   void run();
@@ -78,6 +80,7 @@ struct Engine::Impl {
   void fail_batch(const std::vector<SlotShare>& plan, const std::string& cause);
   void check_cache(const char* when);
   void record_step(double seconds, bool failed);
+  void snapshot_slots();
 
   std::unique_ptr<Backend> backend;
   const EngineOptions options;
@@ -182,6 +185,7 @@ void Engine::Impl::run() {
   while (true) {
     try {
       if (!step()) return;
+      snapshot_slots();
     } catch (const std::exception& e) {
       // step() handles every failure it expects; reaching here is a bug. End what is
       // running rather than leave clients waiting, and keep serving.
@@ -457,6 +461,25 @@ void Engine::Impl::check_cache(const char* when) {
       if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("KV cache invariant violated: ") + e.what());
     }
   }
+}
+
+// Slot states for stats(), after every step whatever path it took.
+void Engine::Impl::snapshot_slots() {
+  std::vector<SlotSnapshot> snapshot(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& slot = slots[i];
+    SlotSnapshot& out = snapshot[i];
+    out.id = static_cast<int32_t>(i);
+    if (!slot.busy()) continue;
+    out.state = slot.state == Slot::State::kPrefilling ? "prefilling" : "generating";
+    out.request_id = slot.channel->id();
+    out.n_past = backend->length(slot.seq);
+    out.n_prompt = slot.n_prompt;
+    out.n_cached = slot.n_cached;
+    out.n_generated = slot.n_generated;
+  }
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  shared->stats.slots = std::move(snapshot);
 }
 
 void Engine::Impl::record_step(double seconds, bool failed) {

@@ -43,6 +43,15 @@ struct EngineOptions {
   bool check_kv = false;       // run the KV invariant checker after every step
 };
 
+// One slot as of the end of the last step (for GET /slots).
+struct SlotSnapshot {
+  int32_t id = 0;
+  const char* state = "idle";  // "idle" | "prefilling" | "generating"
+  uint64_t request_id = 0;     // RequestHandle::id() of its request; 0 when idle
+  int64_t n_past = 0;          // positions in the KV cache
+  int64_t n_prompt = 0, n_cached = 0, n_generated = 0;
+};
+
 struct EngineStats {
   int64_t queue_depth = 0;
   int64_t slots_busy = 0;
@@ -58,6 +67,7 @@ struct EngineStats {
   double step_seconds_sum = 0;
   int64_t steps = 0, failed_steps = 0;
   int64_t faults_injected = 0;
+  std::vector<SlotSnapshot> slots;  // n_parallel entries
 };
 
 // Upper bounds (seconds) of the step-time histogram's finite buckets.

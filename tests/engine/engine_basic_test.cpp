@@ -233,5 +233,40 @@ TEST(Engine, DeadlineEndsQueuedAndRunningRequests) {
   EXPECT_EQ(ob.tokens.size(), 0u);
 }
 
+TEST(Engine, StatsReportSlotStatesAndTokenCounts) {
+  FakeBackend* fake = nullptr;
+  EngineOptions o;
+  o.n_parallel = 2;
+  o.n_ctx = 1 << 20;
+  auto engine = make_engine(o, &fake);
+  fake->eog_allowed = false;
+  std::vector<EngineStats> seen;  // stats() read on the engine thread inside forward passes
+  fake->on_forward = [&](std::span<const BatchEntry>) {
+    if (seen.size() < 4) seen.push_back(engine->stats());
+  };
+  RequestHandle h = engine->submit(make_request({1, 2, 3, 4}, 6));
+  Outcome out = collect(h);
+  engine->shutdown(std::chrono::seconds(5));
+  ASSERT_EQ(seen.size(), 4u);
+  // Snapshot after step 2 (seen[2], taken in step 3): generating, 4 prompt + 1 fed.
+  const SlotSnapshot& s = seen[2].slots[0];
+  EXPECT_STREQ(s.state, "generating");
+  EXPECT_EQ(s.request_id, h.id());
+  EXPECT_EQ(s.n_prompt, 4);
+  EXPECT_EQ(s.n_past, 5);
+  EXPECT_EQ(s.n_generated, 2);
+  EXPECT_STREQ(seen[2].slots[1].state, "idle");
+  EXPECT_EQ(seen[2].slots_busy, 1);
+  EngineStats end = engine->stats();
+  ASSERT_EQ(end.slots.size(), 2u);
+  for (const SlotSnapshot& slot : end.slots) EXPECT_STREQ(slot.state, "idle");
+  EXPECT_EQ(end.slots_busy, 0);
+  EXPECT_EQ(end.prompt_tokens, 4);
+  EXPECT_EQ(end.generated_tokens, 6);
+  EXPECT_EQ(end.steps, 6);  // one prefill step, then five decode steps
+  EXPECT_EQ(end.step_seconds_buckets.back(), 6.0);
+  EXPECT_EQ(out.usage.completion_tokens, 6);
+}
+
 }  // namespace
 }  // namespace keel::engine::test
