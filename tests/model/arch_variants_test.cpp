@@ -17,36 +17,29 @@ namespace {
 
 // Copies a GGUF file; `convert` may give a tensor (stored F32) a new type, and
 // `roundtrip` then stores the converted values back as F32 (same numbers, plain type).
-std::string write_converted(const std::string& src, const std::string& name,
-                            const std::function<std::optional<tensor::DType>(const std::string&)>& convert,
-                            bool roundtrip, const std::function<void(gguf::GgufWriter&)>& meta = {}) {
-  gguf::GgufFile in(src);
-  gguf::GgufWriter w;
-  for (const auto& [k, v] : in.metadata()) w.set(k, v);
-  if (meta) meta(w);
-  for (const auto& t : in.tensors()) {
-    std::vector<uint8_t> data(t.data, t.data + t.n_bytes);
-    tensor::DType type = t.type;
-    const auto to = convert(t.name);
-    if (to && t.type == tensor::DType::kF32) {
-      const int64_t row = t.shape[0], rows = t.n_elements() / row;
-      const size_t rb = tensor::row_bytes(*to, row);
-      std::vector<uint8_t> q(rb * rows);
-      const float* f = reinterpret_cast<const float*>(t.data);
-      for (int64_t r = 0; r < rows; ++r) tensor::quantize_row(*to, f + r * row, q.data() + r * rb, row);
-      if (roundtrip) {
-        auto* out = reinterpret_cast<float*>(data.data());
-        for (int64_t r = 0; r < rows; ++r) tensor::dequantize_row(*to, q.data() + r * rb, out + r * row, row);
-      } else {
-        data = std::move(q);
-        type = *to;
-      }
-    }
-    w.add_tensor(t.name, type, t.shape, data);
-  }
-  const std::string path = temp_dir() + "/" + name + ".gguf";
-  w.write(path);
-  return path;
+std::string write_converted(
+    const std::string& src, const std::string& name,
+    const std::function<std::optional<tensor::DType>(const std::string&)>& convert,
+    bool roundtrip, const std::function<void(gguf::GgufWriter&)>& meta = {}) {
+  return copy_gguf(
+      src, name,
+      [&](TensorCopy& t) {
+        const auto to = convert(t.name);
+        if (!to || t.type != tensor::DType::kF32) return true;
+        const int64_t row = t.shape[0], rows = static_cast<int64_t>(t.data.size() / 4) / row;
+        const size_t rb = tensor::row_bytes(*to, row);
+        std::vector<uint8_t> q(rb * rows);
+        auto* f = reinterpret_cast<float*>(t.data.data());
+        for (int64_t r = 0; r < rows; ++r) tensor::quantize_row(*to, f + r * row, q.data() + r * rb, row);
+        if (roundtrip) {
+          for (int64_t r = 0; r < rows; ++r) tensor::dequantize_row(*to, q.data() + r * rb, f + r * row, row);
+        } else {
+          t.data = std::move(q);
+          t.type = *to;
+        }
+        return true;
+      },
+      meta);
 }
 
 std::vector<int32_t> windows(const model::Model& m) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "support/paths.h"
 
 namespace keel::test {
 
@@ -87,6 +88,23 @@ Diff compare(const std::vector<float>& got, const std::vector<float>& ref, int64
   d.mean_abs = sum / static_cast<double>(got.size());
   d.argmax_agree = rows ? double(agree) / rows : 1.0;
   return d;
+}
+
+std::string copy_gguf(const std::string& src, const std::string& name,
+                      const std::function<bool(TensorCopy&)>& edit,
+                      const std::function<void(gguf::GgufWriter&)>& meta) {
+  gguf::GgufFile in(src);
+  gguf::GgufWriter w;
+  for (const auto& [k, v] : in.metadata()) w.set(k, v);
+  if (meta) meta(w);
+  for (const auto& t : in.tensors()) {
+    TensorCopy c{t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)};
+    if (!edit(c)) continue;
+    w.add_tensor(c.name, c.type, c.shape, std::move(c.data));
+  }
+  const std::string path = temp_dir() + "/" + name + ".gguf";
+  w.write(path);
+  return path;
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {

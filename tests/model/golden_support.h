@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "gguf/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -36,6 +38,19 @@ struct Diff {
 };
 Diff compare(const std::vector<float>& got, const std::vector<float>& ref, int64_t n_vocab,
              double tie_margin);
+
+// A tensor being copied by copy_gguf(); edits may change any field.
+struct TensorCopy {
+  std::string name;
+  tensor::DType type;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+// Copies a GGUF file to temp_dir()/<name>.gguf: `edit` may change a tensor or return false
+// to drop it; `meta` may change metadata. Returns the new path.
+std::string copy_gguf(const std::string& src, const std::string& name,
+                      const std::function<bool(TensorCopy&)>& edit,
+                      const std::function<void(gguf::GgufWriter&)>& meta = {});
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b);
 

@@ -15,29 +15,22 @@
 namespace keel::test {
 namespace {
 
-// Copies a GGUF file, letting `edit` drop (return false) or change tensors, and
-// `meta` change metadata.
+// Copies a GGUF file, letting `edit` drop (return false) or reshape tensors (data resized
+// to the new shape), and `meta` change metadata.
 std::string write_variant(
     const std::string& src, const std::string& name,
     const std::function<bool(const std::string&, std::vector<int64_t>&)>& edit,
     const std::function<void(gguf::GgufWriter&)>& meta = {}) {
-  gguf::GgufFile in(src);
-  gguf::GgufWriter w;
-  for (const auto& [k, v] : in.metadata()) w.set(k, v);
-  if (meta) meta(w);
-  for (const auto& t : in.tensors()) {
-    std::vector<int64_t> shape = t.shape;
-    if (!edit(t.name, shape)) continue;
-    std::vector<uint8_t> data(t.data, t.data + t.n_bytes);
-    int64_t n_old = 1, n_new = 1;
-    for (auto d : t.shape) n_old *= d;
-    for (auto d : shape) n_new *= d;
-    if (n_new != n_old) data.resize(tensor::row_bytes(t.type, shape[0]) * (n_new / shape[0]));
-    w.add_tensor(t.name, t.type, shape, data);
-  }
-  const std::string path = temp_dir() + "/" + name + ".gguf";
-  w.write(path);
-  return path;
+  return copy_gguf(
+      src, name,
+      [&](TensorCopy& t) {
+        if (!edit(t.name, t.shape)) return false;
+        int64_t n = 1;
+        for (auto d : t.shape) n *= d;
+        t.data.resize(tensor::row_bytes(t.type, t.shape[0]) * (n / t.shape[0]));
+        return true;
+      },
+      meta);
 }
 
 TEST(ModelLoad, HyperParametersAndDefaults) {
