@@ -1,19 +1,10 @@
 #include "engine/engine.h"
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "core/error.h"
 #include "core/fault.h"
-#include "core/log.h"
-#include "engine/batch_plan.h"
-#include "engine/channel.h"
-#include "engine/slot.h"
+#include "engine/engine_impl.h"
 
 namespace keel::engine {
 
@@ -24,27 +15,6 @@ const std::vector<double>& step_seconds_bounds() {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Job {
-  Request request;
-  std::shared_ptr<RequestChannel> channel;
-};
-
-// Everything the engine thread shares with callers (guarded by `mutex`). The engine never
-// sleeps while it has work, so a cancel needs no wake-up: it is seen at the next step.
-struct Shared {
-  std::mutex mutex;
-  std::condition_variable wake;     // the engine thread waits here
-  std::condition_variable drained;  // shutdown() waits here
-  std::deque<Job> queue;
-  int64_t active = 0;          // busy slots
-  bool accepting = true;
-  bool cancel_all = false;     // shutdown timed out: end everything
-  bool stop = false;           // exit once nothing is left
-  EngineStats stats;
-};
 
 void validate_options(const EngineOptions& o) {
   auto bad = [](const std::string& what) { return Error(ErrorCode::kInvalidArgument, "engine options: " + what); };
@@ -60,43 +30,6 @@ void validate_options(const EngineOptions& o) {
 
 }  // namespace
 
-struct Engine::Impl {
-  Impl(std::unique_ptr<Backend> b, const EngineOptions& o)
-      : backend(std::move(b)), options(o), n_vocab(backend->n_vocab()), slots(o.n_parallel) {
-    shared->stats.step_seconds_buckets.assign(step_seconds_bounds().size() + 1, 0.0);
-    shared->stats.slots.resize(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i) shared->stats.slots[i].id = static_cast<int32_t>(i);
-  }
-
-  void run();
-  bool step();  // false when the engine should exit
-
-  // Engine-thread helpers.
-  void finish_job(Job& job, FinishReason reason, const std::string& error);
-  void count_finish(FinishReason reason);
-  void admit(Job job);
-  void end_slot(Slot& slot, FinishReason reason, const std::string& error);
-  bool make_room(Slot& slot);
-  void fail_batch(const std::vector<SlotShare>& plan, const std::string& cause);
-  void check_cache(const char* when);
-  void record_step(double seconds, bool failed);
-  void snapshot_slots();
-
-  std::unique_ptr<Backend> backend;
-  const EngineOptions options;
-  const int32_t n_vocab;
-  std::shared_ptr<Shared> shared = std::make_shared<Shared>();
-  std::atomic<uint64_t> next_id{1};
-  std::thread thread;
-  std::mutex join_mutex;
-
-  // Engine thread only.
-  std::vector<Slot> slots;
-  uint64_t admissions = 0;
-  uint64_t rotation = 0;
-  bool recheck_cache = false;  // something failed mid-way: run the invariant checker
-  std::vector<float> logits;  // [n_want][n_vocab]
-};
 
 Engine::Engine(std::unique_ptr<Backend> backend, const EngineOptions& options) : options_(options) {
   validate_options(options);
@@ -138,7 +71,7 @@ RequestHandle Engine::submit(Request request) {
   }
 
   auto channel = std::make_shared<RequestChannel>(impl_->next_id.fetch_add(1));
-  Shared& s = *impl_->shared;
+  EngineShared& s = *impl_->shared;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.accepting) throw Error(ErrorCode::kBusy, "engine is shutting down: request not accepted");
@@ -150,7 +83,7 @@ RequestHandle Engine::submit(Request request) {
                                         std::to_string(options_.n_parallel) + ", --queue " +
                                         std::to_string(options_.max_queue) + ")");
     }
-    s.queue.push_back(Job{std::move(request), channel});
+    s.queue.push_back(QueuedRequest{std::move(request), channel});
     s.stats.queue_depth = static_cast<int64_t>(s.queue.size());
   }
   s.wake.notify_all();
@@ -169,7 +102,7 @@ EngineStats Engine::stats() const {
 void Engine::shutdown(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> join_lock(impl_->join_mutex);
   if (!impl_->thread.joinable()) return;
-  Shared& s = *impl_->shared;
+  EngineShared& s = *impl_->shared;
   {
     std::unique_lock<std::mutex> lock(s.mutex);
     s.accepting = false;
@@ -179,327 +112,6 @@ void Engine::shutdown(std::chrono::milliseconds timeout) {
   }
   s.wake.notify_all();
   impl_->thread.join();
-}
-
-void Engine::Impl::run() {
-  while (true) {
-    try {
-      if (!step()) return;
-      snapshot_slots();
-    } catch (const std::exception& e) {
-      // step() handles every failure it expects; reaching here is a bug. End what is
-      // running rather than leave clients waiting, and keep serving.
-      log_error(std::string("engine: unexpected error outside a batch: ") + e.what());
-      for (Slot& slot : slots) {
-        if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("engine error: ") + e.what());
-      }
-    }
-  }
-}
-
-bool Engine::Impl::step() {
-  std::vector<std::pair<Job, FinishReason>> dropped;  // queued jobs that end unserved
-  std::vector<Job> admitted;
-  bool cancel_all = false;
-  {
-    Shared& s = *shared;
-    std::unique_lock<std::mutex> lock(s.mutex);
-    s.wake.wait(lock, [&] { return s.stop || !s.queue.empty() || s.active > 0; });
-    if (s.stop && s.queue.empty() && s.active == 0) return false;
-    cancel_all = s.cancel_all;
-    const auto now = Clock::now();
-    for (auto it = s.queue.begin(); it != s.queue.end();) {
-      std::optional<FinishReason> reason;
-      if (cancel_all || it->channel->cancel_requested()) {
-        reason = FinishReason::kCancelled;
-      } else if (it->request.deadline && now >= *it->request.deadline) {
-        reason = FinishReason::kDeadline;
-      }
-      if (reason) {
-        dropped.emplace_back(std::move(*it), *reason);
-        it = s.queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    int64_t free_slots = static_cast<int64_t>(slots.size()) - s.active;
-    while (free_slots > 0 && !s.queue.empty()) {
-      admitted.push_back(std::move(s.queue.front()));
-      s.queue.pop_front();
-      --free_slots;
-      ++s.active;
-    }
-    s.stats.queue_depth = static_cast<int64_t>(s.queue.size());
-  }
-  for (auto& [job, reason] : dropped) finish_job(job, reason, "");
-  for (Job& job : admitted) admit(std::move(job));
-
-  // Cancellation and deadlines of running requests, at this step boundary.
-  const auto now = Clock::now();
-  for (Slot& slot : slots) {
-    if (!slot.busy()) continue;
-    if (cancel_all || slot.channel->cancel_requested()) {
-      end_slot(slot, FinishReason::kCancelled, "");
-    } else if (slot.request.deadline && now >= *slot.request.deadline) {
-      end_slot(slot, FinishReason::kDeadline, "");
-    } else if (slot.state == Slot::State::kGenerating) {
-      try {
-        if (!make_room(slot)) end_slot(slot, FinishReason::kLength, "");
-      } catch (const std::exception& e) {
-        end_slot(slot, FinishReason::kError, std::string("context shift failed: ") + e.what());
-        recheck_cache = true;
-      }
-    }
-  }
-
-  std::vector<SlotDemand> demands;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Slot& slot = slots[i];
-    if (!slot.busy()) continue;
-    SlotDemand d;
-    d.slot = static_cast<int32_t>(i);
-    d.admitted = slot.admitted;
-    d.remaining = static_cast<int64_t>(slot.tokens.size()) - backend->length(slot.seq);
-    // Only a lone sampled token is a decode; a prompt, or what a lossy context shift left
-    // to recompute, is prefilled in chunks.
-    d.decoding = slot.state == Slot::State::kGenerating && d.remaining == 1;
-    demands.push_back(d);
-  }
-  if (demands.empty()) {
-    if (recheck_cache) check_cache("after ending requests");
-    return true;
-  }
-  std::vector<SlotShare> plan = plan_batch(demands, options.batch_tokens, rotation++);
-
-  // Shape: batch entries grouped per slot, positions consecutive from length(seq).
-  std::vector<BatchEntry> batch;
-  for (const SlotShare& share : plan) {
-    Slot& slot = slots[share.slot];
-    int64_t len = backend->length(slot.seq);
-    for (int64_t i = 0; i < share.n_tokens; ++i) {
-      int64_t pos = len + i;
-      // Logits only where the next token is sampled: after the last unfed token.
-      bool want = pos == static_cast<int64_t>(slot.tokens.size()) - 1;
-      batch.push_back({slot.tokens[static_cast<size_t>(pos)], pos, slot.seq, want});
-    }
-  }
-
-  const auto t0 = Clock::now();
-  try {
-    fault_point("engine.forward");
-    backend->forward(batch, &logits);
-    size_t n_want = static_cast<size_t>(std::count_if(batch.begin(), batch.end(), [](const BatchEntry& e) { return e.want_logits; }));
-    if (logits.size() != n_want * static_cast<size_t>(n_vocab)) {
-      throw Error(ErrorCode::kInternal, "forward returned " + std::to_string(logits.size()) + " logits for " +
-                                            std::to_string(n_want) + " rows of " + std::to_string(n_vocab));
-    }
-  } catch (const std::exception& e) {
-    record_step(std::chrono::duration<double>(Clock::now() - t0).count(), true);
-    fail_batch(plan, e.what());
-    return true;
-  }
-
-  // Sample per slot, in plan order; a failure here is the slot's alone.
-  size_t row = 0;
-  for (const SlotShare& share : plan) {
-    Slot& slot = slots[share.slot];
-    bool want = backend->length(slot.seq) == static_cast<int64_t>(slot.tokens.size());
-    if (!want) continue;  // prefill continues next step
-    const float* row_ptr = logits.data() + row * static_cast<size_t>(n_vocab);
-    ++row;
-    std::optional<FinishReason> done;
-    try {
-      fault_point("engine.sample");
-      sampling::SampleResult sampled = slot.sampler->sample(std::span<const float>(row_ptr, n_vocab));
-      slot.state = Slot::State::kGenerating;
-      done = slot.accept_token(sampled, *backend);
-      // Without context shift the context bounds prompt + completion.
-      if (!done && !options.context_shift && static_cast<int64_t>(slot.tokens.size()) >= options.n_ctx) {
-        done = FinishReason::kLength;
-      }
-    } catch (const std::exception& e) {
-      {
-        std::lock_guard<std::mutex> lock(shared->mutex);
-        ++shared->stats.isolated_failures;
-      }
-      end_slot(slot, FinishReason::kError, std::string("sampling failed: ") + e.what());
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(shared->mutex);
-      ++shared->stats.generated_tokens;
-    }
-    if (done) end_slot(slot, *done, "");
-  }
-  record_step(std::chrono::duration<double>(Clock::now() - t0).count(), false);
-  if (options.check_kv || recheck_cache) check_cache("after a step");
-  return true;
-}
-
-void Engine::Impl::finish_job(Job& job, FinishReason reason, const std::string& error) {
-  count_finish(reason);
-  Event done;
-  done.reason = reason;
-  done.error = error;
-  done.usage.prompt_tokens = static_cast<int64_t>(job.request.prompt.size());
-  job.channel->finish(std::move(done));
-}
-
-// Bookkeeping before the Finish event goes out, so a client that reads it and at once
-// submits again, or reads stats(), sees the slot free and the request counted.
-void Engine::Impl::count_finish(FinishReason reason) {
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  ++shared->stats.requests_finished[static_cast<int>(reason)];
-  if (reason == FinishReason::kCancelled) ++shared->stats.cancellations;
-  if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
-}
-
-void Engine::Impl::admit(Job job) {
-  auto it = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.busy(); });
-  // The caller reserved a slot (shared->active) for this job, so one is free.
-  Slot& slot = *it;
-  slot = Slot{};
-  slot.request = std::move(job.request);
-  slot.channel = std::move(job.channel);
-  slot.admitted = admissions++;
-  slot.tokens = slot.request.prompt;
-  slot.n_prompt = static_cast<int64_t>(slot.tokens.size());
-  slot.state = Slot::State::kPrefilling;
-  try {
-    fault_point("engine.admit");
-    slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
-    slot.sampler->accept(slot.tokens);
-    slot.decoder = backend->make_decoder();
-    slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
-    // Last: once open() returns, the slot owns a sequence that end_slot() releases.
-    Backend::Opened o = backend->open(slot.tokens, slot.n_prompt - 1);
-    slot.seq = o.seq;
-    slot.n_cached = o.reused;
-  } catch (const std::exception& e) {
-    // No sequence to release: finish here with end_slot's bookkeeping.
-    Job failed{std::move(slot.request), std::move(slot.channel)};
-    slot = Slot{};
-    {
-      std::lock_guard<std::mutex> lock(shared->mutex);
-      --shared->active;
-      ++shared->stats.isolated_failures;
-    }
-    finish_job(failed, FinishReason::kError, std::string("admission failed: ") + e.what());
-    return;
-  }
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  shared->stats.prompt_tokens += slot.n_prompt;
-  shared->stats.cached_tokens += slot.n_cached;
-}
-
-void Engine::Impl::end_slot(Slot& slot, FinishReason reason, const std::string& error) {
-  // Keep what was computed: a retry of the same prompt (a client that disconnected
-  // during a long prefill) is then served from the cache.
-  try {
-    int64_t len = backend->length(slot.seq);
-    if (!slot.shifted && len > 0) {
-      backend->publish(slot.seq, std::span<const int32_t>(slot.tokens.data(), static_cast<size_t>(len)));
-    }
-  } catch (const std::exception& e) {
-    log_warn(std::string("engine: could not cache the prefix of request ") +
-             std::to_string(slot.channel->id()) + ": " + e.what());
-  }
-  try {
-    backend->release(slot.seq);
-  } catch (const std::exception& e) {
-    log_error(std::string("engine: releasing the sequence of request ") + std::to_string(slot.channel->id()) +
-              " failed: " + e.what());
-    recheck_cache = true;  // checked at the end of the step (not here: no recursion)
-  }
-  {
-    std::lock_guard<std::mutex> lock(shared->mutex);
-    --shared->active;
-  }
-  count_finish(reason);
-  slot.finish(reason, error);
-  slot = Slot{};
-}
-
-// Makes room for the next decode token at the end of the context: a context shift when
-// enabled, else false (the caller finishes with kLength).
-bool Engine::Impl::make_room(Slot& slot) {
-  int64_t len = backend->length(slot.seq);
-  if (len < options.n_ctx) return true;
-  if (!options.context_shift) return false;
-  int64_t n_keep = std::min<int64_t>(options.n_keep, len - 1);
-  int64_t n_discard = (len - n_keep) / 2;
-  // The pending token stays at the end of tokens; positions the cache could not keep
-  // (a sliding window that no longer covers them) are recomputed by the next steps.
-  backend->shift(slot.seq, n_keep, n_discard);
-  slot.tokens.erase(slot.tokens.begin() + n_keep, slot.tokens.begin() + n_keep + n_discard);
-  slot.shifted = true;
-  return true;
-}
-
-void Engine::Impl::fail_batch(const std::vector<SlotShare>& plan, const std::string& cause) {
-  log_warn("engine: step failed, failing " + std::to_string(plan.size()) + " request(s): " + cause);
-  {
-    std::lock_guard<std::mutex> lock(shared->mutex);
-    shared->stats.isolated_failures += static_cast<int64_t>(plan.size());
-  }
-  for (const SlotShare& share : plan) {
-    Slot& slot = slots[share.slot];
-    if (slot.busy()) end_slot(slot, FinishReason::kError, "step failed: " + cause);
-  }
-  check_cache("after a failed step");
-}
-
-void Engine::Impl::check_cache(const char* when) {
-  recheck_cache = false;
-  try {
-    backend->check_invariants();
-  } catch (const std::exception& e) {
-    // The cache is inconsistent: nothing running can be trusted. Fail every request
-    // rather than serve wrong output (end_slot does not re-check, so no recursion).
-    log_error(std::string("engine: KV cache invariant violated ") + when + ": " + e.what());
-    for (Slot& slot : slots) {
-      if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("KV cache invariant violated: ") + e.what());
-    }
-  }
-}
-
-// Slot states for stats(), after every step whatever path it took.
-void Engine::Impl::snapshot_slots() {
-  std::vector<SlotSnapshot> snapshot(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Slot& slot = slots[i];
-    SlotSnapshot& out = snapshot[i];
-    out.id = static_cast<int32_t>(i);
-    if (!slot.busy()) continue;
-    out.state = slot.state == Slot::State::kPrefilling ? "prefilling" : "generating";
-    out.request_id = slot.channel->id();
-    out.n_past = backend->length(slot.seq);
-    out.n_prompt = slot.n_prompt;
-    out.n_cached = slot.n_cached;
-    out.n_generated = slot.n_generated;
-  }
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  shared->stats.slots = std::move(snapshot);
-}
-
-void Engine::Impl::record_step(double seconds, bool failed) {
-  KvUsage kv = backend->kv_usage();
-  int64_t empty_rows = backend->empty_attention_rows();
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  EngineStats& st = shared->stats;
-  const auto& bounds = step_seconds_bounds();
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    if (seconds <= bounds[i]) st.step_seconds_buckets[i] += 1;
-  }
-  st.step_seconds_buckets.back() += 1;
-  st.step_seconds_sum += seconds;
-  ++st.steps;
-  if (failed) ++st.failed_steps;
-  st.slots_busy = shared->active;
-  st.kv_pages_used = kv.pages_used;
-  st.kv_pages_cached = kv.pages_cached;
-  st.kv_pages_total = kv.pages_total;
-  st.empty_attention_rows = empty_rows;
 }
 
 }  // namespace keel::engine
