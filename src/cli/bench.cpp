@@ -101,31 +101,33 @@ nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchR
           {"avg_ts", r.avg_ts()},
           {"stddev_ts", r.stddev_ts()},
           {"samples_ts", r.samples_ts},
+          {"avg_cpu_ts", r.avg_cpu_ts()},
+          {"samples_cpu_ts", r.samples_cpu_ts},
           {"isa", kernels::q::isa_name(kernels::q::best_isa())},
           {"matmul_path", kernels::matmul_path_name(kernels::matmul_path())},
           {"cpu_info", cpu_features().describe()}};
 }
 
 void print_md_header() {
-  std::printf("| model | size | params | isa | threads | fa | ctk/ctv | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: |\n");
+  std::printf("| model | size | params | isa | threads | fa | ctk/ctv | test | t/s | t/s (cpu) |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: | ---: |\n");
 }
 
 void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, bool first) {
   if (o.output == "json") {
     std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r).dump().c_str());
   } else if (o.output == "csv") {
-    if (first) std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts\n");
-    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f\n", f.file.c_str(), f.type.c_str(), o.threads,
+    if (first) std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,avg_cpu_ts\n");
+    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f\n", f.file.c_str(), f.type.c_str(), o.threads,
                 o.flash_attn == "on", o.type_k.c_str(), o.type_v.c_str(), (long long)r.test.n_parallel,
                 r.test.name().c_str(), (long long)r.test.n_prompt, (long long)r.test.n_gen,
-                (long long)r.test.n_depth, r.avg_ts(), r.stddev_ts());
+                (long long)r.test.n_depth, r.avg_ts(), r.stddev_ts(), r.avg_cpu_ts());
   } else {
     if (first) print_md_header();
-    std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f |\n", f.file.c_str(),
+    std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f | %.2f |\n", f.file.c_str(),
                 f.type.c_str(), f.size_gib, f.params_b, kernels::q::isa_name(kernels::q::best_isa()), o.threads,
                 o.flash_attn.c_str(), o.type_k.c_str(), o.type_v.c_str(), r.test.name().c_str(), r.avg_ts(),
-                r.stddev_ts());
+                r.stddev_ts(), r.avg_cpu_ts());
   }
   std::fflush(stdout);
 }

@@ -1,9 +1,12 @@
 #include "cli/bench_roofline.h"
 
+#include <time.h>
+
 #include <algorithm>
-#include <chrono>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -14,23 +17,32 @@
 namespace keel::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr size_t kReadBytes = size_t{1} << 30;  // far beyond any cache
 constexpr int kReadPasses = 5;
 constexpr int64_t kDotIters = 20'000'000;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
-// Runs fn(thread index) once on every thread of the pool at the same time; returns the wall
-// time of the slowest.
+// Runs fn(thread index) once on every thread of the pool at the same time and returns the
+// summed rate work / (CPU time of that thread): on a shared machine a thread's wall time
+// includes time other processes ran, its CPU time does not.
 template <typename Fn>
-double timed_on_all(ThreadPool& pool, Fn fn) {
-  const auto start = Clock::now();
+double rate_on_all(ThreadPool& pool, Fn fn) {
+  std::vector<double> rates(static_cast<size_t>(pool.size()), 0.0);
   pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) fn(i);
+    for (int64_t i = b; i < e; ++i) {
+      const double t0 = thread_cpu_seconds();
+      const double work = fn(i);
+      rates[static_cast<size_t>(i)] = work / std::max(1e-9, thread_cpu_seconds() - t0);
+    }
   });
-  return seconds_since(start);
+  double sum = 0;
+  for (double r : rates) sum += r;
+  return sum;
 }
 
 }  // namespace
@@ -49,18 +61,16 @@ MachineRoofline measure_machine(ThreadPool& pool) {
       for (size_t j = 0; j < slice; j += 4096) buf.get()[i * slice + j] = static_cast<uint8_t>(j);
     }
   });
-  volatile uint64_t sink = 0;
+  std::atomic<uint64_t> sink{0};
   for (int pass = 0; pass < kReadPasses; ++pass) {
-    const double s = timed_on_all(pool, [&](int64_t i) { sink = sink + kernels::probe::read_bytes(buf.get() + i * slice, slice); });
-    r.read_gbs = std::max(r.read_gbs, double(slice) * pool.size() / s / 1e9);
+    const double rate = rate_on_all(pool, [&](int64_t i) {
+      sink += kernels::probe::read_bytes(buf.get() + i * slice, slice);
+      return double(slice);
+    });
+    r.read_gbs = std::max(r.read_gbs, rate / 1e9);
   }
   auto peak = [&](uint64_t (*probe)(int64_t)) {
-    uint64_t macs = 0;
-    const double s = timed_on_all(pool, [&](int64_t i) {
-      const uint64_t m = probe(kDotIters);
-      if (i == 0) macs = m;
-    });
-    return 2.0 * double(macs) * pool.size() / s / 1e12;
+    return rate_on_all(pool, [&](int64_t) { return 2.0 * double(probe(kDotIters)); }) / 1e12;
   };
   r.int8_tops = peak(kernels::probe::int8_dot_macs);
   r.bf16_tflops = peak(kernels::probe::bf16_dot_macs);

@@ -1,6 +1,7 @@
 // `keel bench --roofline`: what this machine can do, and what that bounds a model to.
-// measure_machine() times the probes of kernels/roofline_probe.h on the pool (all threads
-// at once); model_bounds() turns a model's bytes and FLOPs per token into tokens/s bounds.
+// measure_machine() runs the probes of kernels/roofline_probe.h on every pool thread at
+// once, each timed by its own thread CPU clock (so other processes on a shared machine do
+// not lower the figures; the machine's peak is what is asked); model_bounds() turns a model's bytes and FLOPs per token into tokens/s bounds.
 // Thread-safety: drives the caller's pool; no shared state.
 #pragma once
 

@@ -1,10 +1,13 @@
 #include "cli/bench_runner.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 
 namespace keel::cli {
@@ -49,13 +52,24 @@ void fill_depth(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::Se
   for (int64_t done = 0; done < depth; done += chunk) prefill(m, kv, pool, seq, done, std::min(chunk, depth - done), fo);
 }
 
-double run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId base,
-                const BenchTest& t, const model::ForwardOptions& fo) {
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+struct Rates {
+  double wall_ts, cpu_ts;
+};
+
+Rates run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId base,
+               const BenchTest& t, const model::ForwardOptions& fo) {
   std::vector<kv::SeqId> seqs;
   for (int64_t s = 0; s < (t.n_prompt > 0 ? 1 : t.n_parallel); ++s) {
     seqs.push_back(t.n_depth > 0 ? kv.fork(base, t.n_depth) : kv.create());
   }
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   int64_t tokens = 0;
   if (t.n_prompt > 0) {
     prefill(m, kv, pool, seqs[0], t.n_depth, t.n_prompt, fo);
@@ -72,8 +86,9 @@ double run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::Se
     tokens = t.n_gen * static_cast<int64_t>(seqs.size());
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = (process_cpu_seconds() - cpu_start) / pool.size();
   for (kv::SeqId s : seqs) kv.release(s);
-  return static_cast<double>(tokens) / seconds;
+  return {static_cast<double>(tokens) / seconds, static_cast<double>(tokens) / cpu};
 }
 
 }  // namespace
@@ -85,10 +100,10 @@ std::string BenchTest::name() const {
   return s;
 }
 
-double BenchResult::avg_ts() const {
+double BenchResult::mean(const std::vector<double>& v) {
   double s = 0;
-  for (double v : samples_ts) s += v;
-  return samples_ts.empty() ? 0.0 : s / static_cast<double>(samples_ts.size());
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
 double BenchResult::stddev_ts() const {
@@ -115,7 +130,11 @@ BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchT
   BenchResult r;
   r.test = test;
   run_once(m, kv, pool, base, test, fo);  // warm-up: page faults, packing, caches
-  for (int i = 0; i < settings.reps; ++i) r.samples_ts.push_back(run_once(m, kv, pool, base, test, fo));
+  for (int i = 0; i < settings.reps; ++i) {
+    const Rates rates = run_once(m, kv, pool, base, test, fo);
+    r.samples_ts.push_back(rates.wall_ts);
+    r.samples_cpu_ts.push_back(rates.cpu_ts);
+  }
   return r;
 }
 

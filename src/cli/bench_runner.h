@@ -38,9 +38,15 @@ struct BenchSettings {
 
 struct BenchResult {
   BenchTest test;
-  std::vector<double> samples_ts;  // tokens/s per repetition
-  double avg_ts() const;
+  std::vector<double> samples_ts;  // tokens/s per repetition (wall clock)
+  // tokens / (process CPU seconds / threads) per repetition: what the run would reach with
+  // its cores to itself; on a shared machine wall-clock figures fall, this one much less
+  // (spin-waiting counts as CPU time, so it is a lower bound of the uncontended figure).
+  std::vector<double> samples_cpu_ts;
+  double avg_ts() const { return mean(samples_ts); }
   double stddev_ts() const;
+  double avg_cpu_ts() const { return mean(samples_cpu_ts); }
+  static double mean(const std::vector<double>& v);
 };
 
 BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,

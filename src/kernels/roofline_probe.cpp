@@ -27,50 +27,50 @@ uint64_t read_avx512(const uint8_t* data, size_t n) {
   return static_cast<uint64_t>(_mm512_reduce_add_epi64(x));
 }
 
+// Twelve named accumulators (an array would live in memory and time the loads instead);
+// the empty asm keeps the compiler from folding the loop.
+#define KEEL_PROBE_LOOP(T, INIT, STEP, LANES_PER_OP)                                      \
+  T a0 = INIT(0), a1 = INIT(1), a2 = INIT(2), a3 = INIT(3), a4 = INIT(4), a5 = INIT(5);   \
+  T a6 = INIT(6), a7 = INIT(7), a8 = INIT(8), a9 = INIT(9), a10 = INIT(10), a11 = INIT(11); \
+  for (int64_t i = 0; i < iters; ++i) {                                                   \
+    a0 = STEP(a0); a1 = STEP(a1); a2 = STEP(a2); a3 = STEP(a3); a4 = STEP(a4); a5 = STEP(a5); \
+    a6 = STEP(a6); a7 = STEP(a7); a8 = STEP(a8); a9 = STEP(a9); a10 = STEP(a10); a11 = STEP(a11); \
+    __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));    \
+    __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));  \
+  }                                                                                       \
+  T all[kChains] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};                   \
+  volatile char sink = reinterpret_cast<const char*>(all)[iters % sizeof(all)];           \
+  (void)sink;                                                                             \
+  return static_cast<uint64_t>(iters) * kChains * (LANES_PER_OP)
+
 __attribute__((noinline)) uint64_t int8_avx512(int64_t iters) {
-  __m512i acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
-    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
-  }
-  __m512i s = acc[0];
-  for (int c = 1; c < kChains; ++c) s = _mm512_add_epi32(s, acc[c]);
-  volatile int sink = _mm512_reduce_add_epi32(s);
-  (void)sink;
-  return static_cast<uint64_t>(iters) * kChains * 64;
+#define INIT(c) _mm512_set1_epi32(c)
+#define STEP(x) _mm512_dpbusd_epi32(x, a, b)
+  KEEL_PROBE_LOOP(__m512i, INIT, STEP, 64);
+#undef INIT
+#undef STEP
 }
 
 __attribute__((noinline)) uint64_t bf16_avx512(int64_t iters) {
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c));
   const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3c00);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
-    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
-  }
-  __m512 s = acc[0];
-  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
-  volatile float sink = _mm512_reduce_add_ps(s);
-  (void)sink;
-  return static_cast<uint64_t>(iters) * kChains * 32;
+#define INIT(c) _mm512_set1_ps(float(c))
+#define STEP(x) _mm512_dpbf16_ps(x, a, b)
+  KEEL_PROBE_LOOP(__m512, INIT, STEP, 32);
+#undef INIT
+#undef STEP
 }
 
 __attribute__((noinline)) uint64_t f32_avx512(int64_t iters) {
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c));
   const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
-  }
-  __m512 s = acc[0];
-  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
-  volatile float sink = _mm512_reduce_add_ps(s);
-  (void)sink;
-  return static_cast<uint64_t>(iters) * kChains * 16;
+#define INIT(c) _mm512_set1_ps(float(c))
+#define STEP(x) _mm512_fmadd_ps(x, a, b)
+  KEEL_PROBE_LOOP(__m512, INIT, STEP, 16);
+#undef INIT
+#undef STEP
 }
+
+#undef KEEL_PROBE_LOOP
 
 bool has_avx512() {
   const CpuFeatures& f = cpu_features();
