@@ -8,35 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "support/command.h"
 #include "support/paths.h"
 
 namespace keel::test {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = CommandResult;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// args go through /bin/sh (maybe dash: no $'...'; printf builds odd bytes).
-Result run(const std::string& args) {
-  const std::string out_path = temp_dir() + "/tokenize_stdout.txt";
-  const std::string err_path = temp_dir() + "/tokenize_stderr.txt";
-  const std::string cmd =
-      std::string(KEEL_BIN) + " tokenize " + args + " > " + out_path + " 2> " + err_path;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
-}
+Result run(const std::string& args) { return run_command(std::string(KEEL_BIN) + " tokenize " + args); }
 
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> v;
