@@ -1,5 +1,6 @@
 // Loading (metadata, shape checks, errors) and forward-pass contracts (several sequences
 // in one batch, validation, rollback on failure, KV layout, K re-rotation).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -118,12 +119,22 @@ TEST(ModelLoad, TiedOutputWhenOutputWeightAbsent) {
   for (float x : logits) ASSERT_TRUE(std::isfinite(x));
 }
 
-TEST(Forward, SeveralSequencesInOneBatchEqualSeparateRuns) {
-  model::Model m(reference_path("qwen2", "model.gguf"));
-  const auto tokens = read_token_ids(reference_path("qwen2", "tokens.txt"));
+struct MultiSeqCase {
+  const char* set;
+  bool flash;
+};
+class MultiSeq : public ::testing::TestWithParam<MultiSeqCase> {};
+
+TEST_P(MultiSeq, SeveralSequencesInOneBatchEqualSeparateRuns) {
+  const auto [set, flash] = GetParam();
+  model::Model m(reference_path(set, "model.gguf"));
+  const auto tokens = read_token_ids(reference_path(set, "tokens.txt"));
   ThreadPool pool(2);
   RunOptions o;
+  o.flash = flash;
   const auto alone = run_logits(m, tokens, pool, o);
+  model::ForwardOptions fo;
+  fo.flash_attention = flash;
   const int64_t V = m.n_vocab();
 
   kv::KvCache cache(m.kv_layout(), kv_options(tensor::DType::kF32, 16, 1024));
@@ -131,14 +142,14 @@ TEST(Forward, SeveralSequencesInOneBatchEqualSeparateRuns) {
   // First a alone for 7 tokens, then a batch interleaving a's rest with all of b.
   std::vector<model::BatchEntry> first;
   for (int i = 0; i < 7; ++i) first.push_back({tokens[i], i, a, true});
-  auto la = m.forward(first, cache, pool);
+  auto la = m.forward(first, cache, pool, fo);
   std::vector<model::BatchEntry> mixed;
   size_t ia = 7, ib = 0;
   while (ia < tokens.size() || ib < 20) {
     if (ib < 20) mixed.push_back({tokens[ib], int64_t(ib), b, ib % 3 == 0}), ++ib;
     if (ia < tokens.size()) mixed.push_back({tokens[ia], int64_t(ia), a, true}), ++ia;
   }
-  const auto lm = m.forward(mixed, cache, pool);
+  const auto lm = m.forward(mixed, cache, pool, fo);
   size_t row = 0;
   for (const auto& e : mixed) {
     if (!e.want_logits) continue;
@@ -150,7 +161,18 @@ TEST(Forward, SeveralSequencesInOneBatchEqualSeparateRuns) {
   EXPECT_EQ(std::memcmp(la.data(), alone.data(), 7 * V * 4), 0);
   EXPECT_EQ(cache.length(a), int64_t(tokens.size()));
   EXPECT_EQ(cache.length(b), 20);
+  cache.check_invariants();
 }
+
+// Full attention, sliding windows (gemma3: 5 of 6 layers), sinks + MoE (gpt-oss).
+INSTANTIATE_TEST_SUITE_P(Forward, MultiSeq,
+                         ::testing::Values(MultiSeqCase{"qwen2", false}, MultiSeqCase{"gemma3", false},
+                                           MultiSeqCase{"gemma3", true}, MultiSeqCase{"gpt-oss", true}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.set) + (info.param.flash ? "_flash" : "_plain");
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 TEST(Forward, BadBatchesThrowAndLeaveTheCacheUnchanged) {
   model::Model m(reference_path("llama", "model.gguf"));
