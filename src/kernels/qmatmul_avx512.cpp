@@ -19,7 +19,8 @@
 namespace keel::kernels::q {
 namespace {
 
-constexpr int kTile = 4;  // activation rows per weight load
+constexpr int kTileWide = 8;    // activation rows per weight load (prefill)
+constexpr int kTileNarrow = 4;
 
 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
@@ -188,17 +189,18 @@ void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, f
   store_rows<R>(acc, y, r0, ldy, n_valid);
 }
 
-template <template <int> class K>
+// Activation rows in tiles of kMax (then 4, 2, 1 for the rest): the tile size only decides
+// which rows share a weight load, never a lane's arithmetic.
+template <template <int> class K, int kMax>
 void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y,
            int64_t ldy, int n_valid) {
   int64_t r = r0;
-  for (; r + kTile <= r1; r += kTile) K<kTile>::run(panel, nb, a, r, y, ldy, n_valid);
-  switch (r1 - r) {
-    case 3: K<3>::run(panel, nb, a, r, y, ldy, n_valid); break;
-    case 2: K<2>::run(panel, nb, a, r, y, ldy, n_valid); break;
-    case 1: K<1>::run(panel, nb, a, r, y, ldy, n_valid); break;
-    default: break;
+  for (; r + kMax <= r1; r += kMax) K<kMax>::run(panel, nb, a, r, y, ldy, n_valid);
+  if constexpr (kMax > 4) {
+    if (r + 4 <= r1) K<4>::run(panel, nb, a, r, y, ldy, n_valid), r += 4;
   }
+  if (r + 2 <= r1) K<2>::run(panel, nb, a, r, y, ldy, n_valid), r += 2;
+  if (r < r1) K<1>::run(panel, nb, a, r, y, ldy, n_valid);
 }
 
 template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
@@ -210,10 +212,11 @@ template <int R> struct Q6_KK { static void run(const uint8_t* p, int64_t nb, co
 
 PanelFn panel_kernel_avx512(tensor::DType type) {
   switch (type) {
-    case tensor::DType::kQ8_0: return tiled<Q8_0K>;
-    case tensor::DType::kQ4_0: return tiled<Q4_0K>;
-    case tensor::DType::kQ4_K: return tiled<Q4_KK>;
-    case tensor::DType::kQ6_K: return tiled<Q6_KK>;
+    // Register budget (32 zmm): legacy and q6_K keep 2 vectors per row, q4_K 5.
+    case tensor::DType::kQ8_0: return tiled<Q8_0K, kTileWide>;
+    case tensor::DType::kQ4_0: return tiled<Q4_0K, kTileWide>;
+    case tensor::DType::kQ4_K: return tiled<Q4_KK, kTileNarrow>;
+    case tensor::DType::kQ6_K: return tiled<Q6_KK, kTileWide>;
     default: return nullptr;
   }
 }

@@ -92,7 +92,7 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
 
   const q::PanelFn fn = path == MatmulPath::kAuto ? q::panel_kernel(q::best_isa(), w.type) : nullptr;
   if (fn && w.pack) {
-    const q::PackedMatrix& pm = w.pack->get(w);
+    const q::PackedMatrix& pm = w.pack->get(w, pool);
     const int64_t n_rc = (n_rows + kRowChunk - 1) / kRowChunk;
     run_tasks(pool, pm.n_panels() * n_rc, work, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {

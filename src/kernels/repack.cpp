@@ -1,10 +1,12 @@
 #include "kernels/repack.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "tensor/blocks.h"
 
@@ -113,7 +115,7 @@ void pack_block(tensor::DType type, const uint8_t* const rows[kPanelRows], uint8
 
 void PackedMatrix::Free::operator()(uint8_t* p) const { std::free(p); }
 
-PackedMatrix::PackedMatrix(const WeightMatrix& w) : format_(format_for(w.type)) {
+PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(format_for(w.type)) {
   if (!format_) {
     throw Error(ErrorCode::kUnsupported,
                 std::string("repack: no integer layout for ") + tensor::dtype_name(w.type));
@@ -132,26 +134,33 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w) : format_(format_for(w.type)) 
   void* mem = std::aligned_alloc(64, (bytes_ + 63) / 64 * 64);
   if (!mem) throw Error(ErrorCode::kOutOfMemory, "repack: cannot allocate " + std::to_string(bytes_) + " bytes");
   data_.reset(static_cast<uint8_t*>(mem));
-  for (int64_t p = 0; p < n_panels_; ++p) {
-    for (int64_t b = 0; b < n_blocks_; ++b) {
-      const uint8_t* rows[kPanelRows];
-      for (int i = 0; i < kPanelRows; ++i) {
-        const int64_t o = p * kPanelRows + i;
-        rows[i] = o < n_out_ ? w.row(o) + static_cast<size_t>(b) * format_->src_block_bytes : nullptr;
+  auto pack_panels = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      for (int64_t b = 0; b < n_blocks_; ++b) {
+        const uint8_t* rows[kPanelRows];
+        for (int i = 0; i < kPanelRows; ++i) {
+          const int64_t o = p * kPanelRows + i;
+          rows[i] = o < n_out_ ? w.row(o) + static_cast<size_t>(b) * format_->src_block_bytes : nullptr;
+        }
+        pack_block(w.type, rows, data_.get() + p * panel_bytes_ + b * format_->panel_block_bytes);
       }
-      pack_block(w.type, rows, data_.get() + p * panel_bytes_ + b * format_->panel_block_bytes);
     }
+  };
+  if (pool && pool->size() > 1 && n_panels_ > 1) {
+    pool->parallel_for(n_panels_, std::max<int64_t>(1, n_panels_ / (8 * pool->size())), pack_panels);
+  } else {
+    pack_panels(0, n_panels_);
   }
 }
 
-const PackedMatrix& PackCache::get(const WeightMatrix& w) {
+const PackedMatrix& PackCache::get(const WeightMatrix& w, ThreadPool* pool) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Entry& e : entries_) {
     if (e.data == w.data && e.n_in == w.n_in && e.n_out == w.n_out && e.row_stride == w.row_stride) {
       return *e.packed;
     }
   }
-  entries_.push_back({w.data, w.n_in, w.n_out, w.row_stride, std::make_unique<PackedMatrix>(w)});
+  entries_.push_back({w.data, w.n_in, w.n_out, w.row_stride, std::make_unique<PackedMatrix>(w, pool)});
   return *entries_.back().packed;
 }
 

@@ -30,6 +30,9 @@
 
 #include "kernels/qmatmul.h"
 
+namespace keel {
+class ThreadPool;
+}
 namespace keel::kernels {
 struct WeightMatrix;
 }
@@ -38,8 +41,9 @@ namespace keel::kernels::q {
 
 class PackedMatrix {
  public:
-  // Repacks `w` (a type with format_for(type) != nullptr). Throws keel::Error.
-  explicit PackedMatrix(const WeightMatrix& w);
+  // Repacks `w` (a type with format_for(type) != nullptr), spreading panels over `pool`
+  // when given. Throws keel::Error.
+  explicit PackedMatrix(const WeightMatrix& w, ThreadPool* pool = nullptr);
 
   const Format& format() const { return *format_; }
   int64_t n_in() const { return n_in_; }
@@ -64,8 +68,9 @@ void pack_block(tensor::DType type, const uint8_t* const rows[kPanelRows], uint8
 
 class PackCache {
  public:
-  // The packed form of `w` (packing it now if this is the first request).
-  const PackedMatrix& get(const WeightMatrix& w);
+  // The packed form of `w` (packing it now, on `pool` if given, if this is the first
+  // request; `pool` must be driven by the calling thread).
+  const PackedMatrix& get(const WeightMatrix& w, ThreadPool* pool = nullptr);
   // Total bytes held (for memory accounting in `keel bench`).
   size_t bytes() const;
 
