@@ -28,7 +28,7 @@ LoadOptions load_options(const std::string& path, int32_t parallel, int32_t batc
   o.engine.batch_tokens = batch;
   o.engine.n_ctx = ctx;
   o.engine.max_queue = 256;
-  o.engine.threads = 2;
+  o.engine.threads = 1;  // the concurrent workloads use 2: results must not depend on it
   o.engine.check_kv = true;
   o.mem_limit_bytes = 1ull << 30;
   return o;
@@ -52,10 +52,8 @@ std::vector<int32_t> read_ids(const std::string& path) {
   return ids;
 }
 
-// Solo runs use one kernel thread, the concurrent ones two: results must not depend on it.
 Outcome run_solo(const std::string& path, const Request& r, int32_t batch = 512, int32_t ctx = 256) {
   LoadOptions o = load_options(path, 1, batch, ctx);
-  o.engine.threads = 1;
   auto engine = start_engine(loaded(path), o);
   RequestHandle h = engine->submit(r);
   return collect(h);
@@ -77,22 +75,26 @@ TEST(ModelEngine, StoriesGreedyTextEqualsTheReference) {
 
 // Concurrent requests with shared prefixes, several chunk budgets, some served from the
 // cache: every output bitwise equal (same tokens) to the request's solo run.
+// Every repeated request must hit the prefix cache (sliding-window models too: their
+// window pages of these short prompts are still held).
 void mixed_workload_equals_solo(const std::string& path) {
   std::vector<int32_t> system = read_ids(keel::test::reference_path("llama", "tokens.txt"));
   ASSERT_GE(system.size(), 40u);
   std::vector<Request> requests;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 6; ++i) {
     std::vector<int32_t> p(system.begin(), system.begin() + (i % 3 == 0 ? 12 + i : 40));
     std::vector<int32_t> tail = random_prompt(static_cast<uint64_t>(i), 2 + i % 5, 500);
     p.insert(p.end(), tail.begin(), tail.end());
-    Request r = make_request(p, 8 + i % 5, 77 + static_cast<uint64_t>(i), i % 2 ? 0.9f : 0.0f);
+    Request r = make_request(p, 5 + i % 4, 77 + static_cast<uint64_t>(i), i % 2 ? 0.9f : 0.0f);
     r.ignore_eos = true;
     requests.push_back(r);
   }
   std::vector<Outcome> solo;
   for (const Request& r : requests) solo.push_back(run_solo(path, r));
   for (int32_t batch : {7, 64}) {
-    auto engine = start_engine(loaded(path), load_options(path, 4, batch));
+    LoadOptions o = load_options(path, 4, batch);
+    o.engine.threads = 2;  // the solo runs used 1
+    auto engine = start_engine(loaded(path), o);
     std::vector<Outcome> outs(requests.size());
     std::vector<std::thread> threads;
     for (int t = 0; t < 2; ++t) {
@@ -115,7 +117,9 @@ void mixed_workload_equals_solo(const std::string& path) {
       EXPECT_GT(again[i].usage.cached_tokens, 0) << "request " << i;
       cached += again[i].usage.cached_tokens;
     }
-    EXPECT_GT(cached, 100);
+    EXPECT_GT(cached, 60);
+    std::printf("%s batch %d: %lld prompt tokens from the cache in the second round\n", path.c_str(), batch,
+                static_cast<long long>(cached));
   }
 }
 
@@ -125,6 +129,62 @@ TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnLlama) {
 }
 TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnQwen3) {
   mixed_workload_equals_solo(keel::test::reference_path("qwen3", "model.gguf"));
+}
+// Sliding window 8 (gemma3: 5 local : 1 global layers; gpt-oss: every other layer, MoE,
+// sinks): prompts of 14..47 tokens cross it, and cached prefixes are reused across it.
+TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnGemma3) {
+  mixed_workload_equals_solo(keel::test::reference_path("gemma3", "model.gguf"));
+}
+TEST(ModelEngine, MixedWorkloadEqualsSoloRunsOnGptOss) {
+  mixed_workload_equals_solo(keel::test::reference_path("gpt-oss", "model.gguf"));
+}
+
+// Incident 002 at the engine level: a long cached prompt, then requests sharing a shorter
+// prefix of it and diverging (the cache is attached up to the divergence), f16 and q8_0
+// K/V with flash attention: every output equals a fresh engine's. On the full-attention
+// model the shared part comes from the cache; on the sliding-window one (window 16) only
+// what the cache still holds the window of may be reused (so the count is printed, and
+// correctness is what is required).
+void diverging_prefixes_equal_fresh_runs(const std::string& set, bool full_attention) {
+  const std::string path = keel::test::reference_path(set, "model.gguf");
+  std::vector<int32_t> long_prompt = random_prompt(21, 160, 500);
+  std::vector<Request> requests = {make_request(long_prompt, 4)};
+  for (size_t cut : {120, 61, 17, 3}) {
+    std::vector<int32_t> p(long_prompt.begin(), long_prompt.begin() + static_cast<long>(cut));
+    std::vector<int32_t> tail = random_prompt(cut, 9, 500);
+    p.insert(p.end(), tail.begin(), tail.end());
+    requests.push_back(make_request(p, 4, cut, 0.8f));
+  }
+  for (tensor::DType kv_type : {tensor::DType::kF16, tensor::DType::kQ8_0}) {
+    LoadOptions o = load_options(path, 2, 64, 512);
+    o.k_type = o.v_type = kv_type;
+    o.engine.flash_attention = true;
+    auto engine = start_engine(loaded(path), o);
+    int64_t cached = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i].ignore_eos = true;
+      RequestHandle h = engine->submit(requests[i]);
+      Outcome got = collect(h);
+      auto fresh = start_engine(loaded(path), o);
+      RequestHandle f = fresh->submit(requests[i]);
+      Outcome want = collect(f);
+      EXPECT_EQ(got.tokens, want.tokens) << set << " " << tensor::dtype_name(kv_type) << " request " << i;
+      if (full_attention && i > 0) {
+        EXPECT_GE(got.usage.cached_tokens, 3) << set << " " << tensor::dtype_name(kv_type) << " request " << i;
+      }
+      cached += got.usage.cached_tokens;
+    }
+    std::printf("%s %s: %lld prompt tokens reused from the cache\n", set.c_str(), tensor::dtype_name(kv_type),
+                static_cast<long long>(cached));
+    EXPECT_EQ(engine->stats().empty_attention_rows, 0);
+  }
+}
+
+TEST(ModelEngine, DivergingFromALongCachedPrefixEqualsFreshRunsQwen3) {
+  diverging_prefixes_equal_fresh_runs("qwen3", true);
+}
+TEST(ModelEngine, DivergingFromALongCachedPrefixEqualsFreshRunsGemma3Long) {
+  diverging_prefixes_equal_fresh_runs("gemma3-long", false);
 }
 
 TEST(ModelEngine, CancelDuringPrefillKeepsTheComputedPrefixForTheRetry) {
@@ -168,9 +228,9 @@ TEST(ModelEngine, FaultsInsideTheForwardPassFailOnlyTheirRequests) {
   std::vector<Request> requests;
   for (int i = 0; i < kRequests; ++i) {
     std::vector<int32_t> p = {1};
-    std::vector<int32_t> tail = random_prompt(static_cast<uint64_t>(i % 10), 4 + i % 20, 500);
+    std::vector<int32_t> tail = random_prompt(static_cast<uint64_t>(i % 10), 4 + i % 12, 500);
     p.insert(p.end(), tail.begin(), tail.end());
-    Request r = make_request(p, 4, static_cast<uint64_t>(i), 0.7f);
+    Request r = make_request(p, 3, static_cast<uint64_t>(i), 0.7f);
     r.ignore_eos = true;
     requests.push_back(r);
   }
