@@ -234,7 +234,11 @@ TEST(ModelEngine, FaultsInsideTheForwardPassFailOnlyTheirRequests) {
     r.ignore_eos = true;
     requests.push_back(r);
   }
-  auto engine = start_engine(loaded(path), load_options(path, 4, 16));
+  // Two kernel threads: the fault point sits in ThreadPool::parallel_for, which the
+  // kernels skip (running inline) when there is only one thread.
+  LoadOptions faulty = load_options(path, 4, 16);
+  faulty.engine.threads = 2;
+  auto engine = start_engine(loaded(path), faulty);
   std::vector<RequestHandle> handles;
   std::vector<Outcome> outs;
   int64_t injected0 = faults_injected();
@@ -333,6 +337,7 @@ TEST(ModelEngine, SoakRandomWorkloadsAgainstSoloRuns) {
       return s % n;
     };
     LoadOptions o = load_options(path, 1 + static_cast<int32_t>(rnd(4)), 1 + static_cast<int32_t>(rnd(48)));
+    o.engine.threads = 2;  // kernels reach the pool's fault point only with workers
     std::vector<int32_t> shared = random_prompt(seed, 60, 500);
     std::vector<Request> requests;
     for (int i = 0; i < 16; ++i) {
@@ -378,6 +383,8 @@ TEST(ModelEngine, SoakRandomWorkloadsAgainstSoloRuns) {
   }
   std::printf("model soak: %d requests, %d cancelled, %d failed, %lld faults injected\n", total, cancelled, failed,
               static_cast<long long>(faults_injected() - injected0));
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(cancelled, 0);
 }
 
 }  // namespace
