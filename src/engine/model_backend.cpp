@@ -1,9 +1,12 @@
 #include "engine/model_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/fault.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "kernels/attention.h"
@@ -87,6 +90,11 @@ LoadedModel open_model(const LoadOptions& options) {
 
 std::unique_ptr<Engine> start_engine(const LoadedModel& loaded, const LoadOptions& options) {
   require_fits(loaded.plan);
+  // KEEL_FAULT=site:p[,seed=N] turns on fault injection (tests of a running server).
+  if (const char* env = std::getenv("KEEL_FAULT"); env && *env) {
+    fault_configure_from_env();
+    log_warn(std::string("fault injection is ON (KEEL_FAULT=") + env + "): requests will fail at random");
+  }
   auto backend = std::make_unique<ModelBackend>(loaded.model, loaded.tokenizer, options);
   return std::make_unique<Engine>(std::move(backend), options.engine);
 }

@@ -8,7 +8,8 @@
 //    it allocates no KV. start_engine() refuses (keel::Error kOutOfMemory, naming every
 //    figure and the options that would fit) when the plan does not fit, else allocates
 //    the whole KV pool up front — no allocation during a request can fail for lack of
-//    memory — and starts the engine thread.
+//    memory — and starts the engine thread. It also reads KEEL_FAULT (core/fault.h): with
+//    it set, faults are injected at the fault points (engine step, kernel dispatch).
 //  - The KV pool holds n_ctx × n_parallel tokens (every slot full at once); pages of
 //    finished requests stay cached in it until live sequences need them (LRU eviction).
 //  - Model and tokenizer are shared read-only (the server tokenizes on its threads).
