@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "core/log.h"
 #include "server/server_state.h"
@@ -151,8 +152,20 @@ HttpServer::HttpServer(const ServerOptions& options) : state_(std::make_unique<S
 HttpServer::~HttpServer() { stop_listening(); }
 
 void HttpServer::stop_listening() {
-  // httplib's stop() must run once (a second call on a stopped server asserts).
-  if (!state_->stopped.exchange(true)) state_->http.stop();
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.run_mutex);
+    if (s.stopped) return;  // httplib's stop() must run once (a second call asserts)
+    s.stopped = true;
+    if (!s.run_entered) return;  // run() has not started and now never listens
+  }
+  // run() is entering listen_after_bind(); httplib can only be stopped once it runs.
+  // Bounded: listening starts at once after bind(), and a listen that failed has
+  // returned already.
+  for (int i = 0; i < 5000 && !s.http.is_running() && !s.run_returned; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  s.http.stop();
 }
 
 int HttpServer::bind() {
@@ -167,7 +180,15 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::run() { state_->http.listen_after_bind(); }
+void HttpServer::run() {
+  {
+    std::lock_guard<std::mutex> lock(state_->run_mutex);
+    if (state_->stopped) return;  // shut down before it ever listened
+    state_->run_entered = true;
+  }
+  state_->http.listen_after_bind();
+  state_->run_returned = true;
+}
 
 void HttpServer::set_service(std::shared_ptr<InferenceService> service) {
   state_->set_service(std::move(service));

@@ -63,7 +63,11 @@ struct HttpServer::State {
   ServerCounters counters;
   InflightRegistry inflight;
   std::atomic<bool> draining{false};  // no new completions
-  std::atomic<bool> stopped{false};   // listening socket closed
+  // Listening lifecycle: run() and shutdown() may race (a signal during start-up).
+  std::mutex run_mutex;
+  bool stopped = false;      // guarded by run_mutex: no (more) listening
+  bool run_entered = false;  // guarded by run_mutex: run() is past its stopped check
+  std::atomic<bool> run_returned{false};
 
   std::shared_ptr<InferenceService> service() const {
     std::lock_guard<std::mutex> lock(service_mutex);

@@ -330,3 +330,30 @@ TEST_F(HttpServerTest, ShutdownLetsInFlightFinishThenCancelsTheRest) {
 
 }  // namespace
 }  // namespace keel::server
+
+namespace keel::server {
+namespace {
+
+// A signal can arrive while the server is still starting: shutdown() before or while
+// run() begins must still make run() return (the test would hang otherwise).
+TEST(HttpServerLifecycle, ShutdownBeforeOrDuringRunStartMakesRunReturn) {
+  ServerOptions o;
+  o.port = 0;
+  {
+    HttpServer s(o);
+    s.bind();
+    s.shutdown(std::chrono::milliseconds(0));
+    s.run();
+  }
+  for (int i = 0; i < 20; ++i) {
+    HttpServer s(o);
+    s.bind();
+    std::thread t([&] { s.run(); });
+    if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s.shutdown(std::chrono::milliseconds(0));
+    t.join();
+  }
+}
+
+}  // namespace
+}  // namespace keel::server
