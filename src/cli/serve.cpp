@@ -17,13 +17,13 @@
 #include "chat/template.h"
 #include "cli/command.h"
 #include "core/error.h"
-#include "core/fault.h"
 #include "core/log.h"
 #include "engine/model_backend.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
+#include "sweep/kv_check.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::cli {
@@ -49,6 +49,7 @@ struct ServeOptions {
   double shutdown_timeout = 10.0;
   bool dry_run = false;
   bool check_kv = false;
+  bool kv_check = false;  // start-up quality check of a quantized KV cache (sweep/kv_check.h)
 };
 
 tensor::DType kv_type(const std::string& name, const char* flag) {
@@ -75,9 +76,11 @@ engine::LoadOptions load_options(const ServeOptions& o) {
   return load;
 }
 
-std::shared_ptr<server::EngineService> load_service(const ServeOptions& o, const engine::LoadOptions& load) {
+std::shared_ptr<server::EngineService> load_service(const ServeOptions& o, const engine::LoadOptions& load,
+                                                    sweep::KvCheckMetrics& kv_metrics) {
   engine::LoadedModel loaded = engine::open_model(load);
   log_info("serve: memory plan\n" + loaded.plan.to_text());
+  if (o.kv_check && loaded.plan.fits) kv_metrics.set(sweep::kv_startup_check(loaded, load));
   const std::string name = loaded.model->file().get_string_or("general.name", "");
   if (name.find("random weights") != std::string::npos) {
     log_warn("serve: '" + name + "' has RANDOM WEIGHTS (a generated demo model): its text is noise");
@@ -97,7 +100,6 @@ std::shared_ptr<server::EngineService> load_service(const ServeOptions& o, const
 }
 
 int serve(ServeOptions o) {
-  fault_configure_from_env();
   const engine::LoadOptions load = load_options(o);
   if (o.dry_run) {
     engine::LoadedModel loaded = engine::open_model(load);
@@ -117,6 +119,8 @@ int serve(ServeOptions o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  auto kv_metrics = std::make_shared<sweep::KvCheckMetrics>();
+  o.http.extra_metrics = [kv_metrics] { return kv_metrics->prometheus(); };
   server::HttpServer http(o.http);
   const int port = http.bind();
   std::atomic<bool> stopping{false};
@@ -134,7 +138,7 @@ int serve(ServeOptions o) {
 
   std::shared_ptr<server::EngineService> service;
   try {
-    service = load_service(o, load);
+    service = load_service(o, load, *kv_metrics);
   } catch (...) {
     http.shutdown(std::chrono::milliseconds(0));
     server_thread.join();
@@ -178,6 +182,7 @@ CommandRunner setup_serve(CLI::App& app) {
   opt(app.add_option("--shutdown-timeout", o->shutdown_timeout, "on SIGINT/SIGTERM, seconds in-flight requests get to finish")->capture_default_str()->check(CLI::Range(0.0, 86400.0)), "KEEL_SHUTDOWN_TIMEOUT");
   app.add_flag("--dry-run", o->dry_run, "print the memory plan and exit");
   opt(app.add_flag("--check-kv", o->check_kv, "check the KV cache invariants after every step (slow; for tests)"), "KEEL_CHECK_KV");
+  opt(app.add_flag("--kv-check", o->kv_check, "at start-up, measure a quantized KV cache against f32 KV (KL, top-1) and warn when it degrades the model"), "KEEL_KV_CHECK");
   return [o] { return serve(*o); };
 }
 
