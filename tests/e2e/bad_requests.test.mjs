@@ -1,9 +1,9 @@
 // A corpus of bad requests over raw HTTP: each gets its status and an OpenAI error
 // object, nothing reaches the engine, and the server stays up and correct afterwards.
 import assert from 'node:assert/strict';
-import { loadOpenAI, postRequest, rawRequest, requireModel, runCases, startServer, statusOf } from './lib/harness.mjs';
+import { client, eventually, loadOpenAI, metric, postRequest, rawRequest, requireModel, runCases, startServer, statusOf } from './lib/harness.mjs';
 
-await loadOpenAI();
+const OpenAI = await loadOpenAI();
 requireModel();
 const server = await startServer(['-c', '256', '-np', '1', '--queue', '1', '--max-body', '64K', '--heartbeat', '0.05']);
 const msgs = '"messages":[{"role":"user","content":"hi"}]';
@@ -57,6 +57,21 @@ await runCases([
       if (raw.length) assert.ok(statusOf(raw) >= 400, `${JSON.stringify(g.slice(0, 40))}: ${raw.slice(0, 200)}`);
     }
     assert.equal((await fetch(`${server.baseURL}/health`)).status, 200);
+  }],
+  ['more than --parallel + --queue requests in flight → 429 at once', async () => {
+    const api = client(OpenAI, server);
+    const aborts = [new AbortController(), new AbortController()];
+    // One generating (-np 1) and one queued (--queue 1), both until aborted.
+    const running = await Promise.all(aborts.map((a, i) => api.completions.create({ model: 'x', prompt: `Tim ${i}`,
+      max_tokens: 200, temperature: 0, ignore_eos: true, stream: true }, { signal: a.signal })));
+    const drained = running.map(async (s) => { try { for await (const _ of s) { /* drain */ } } catch { /* aborted */ } });
+    await eventually(async () => (await metric(server, 'keel_queue_depth')) === 1, 'one request queued');
+    await assert.rejects(api.completions.create({ model: 'x', prompt: 'Hi', max_tokens: 2 }),
+      (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+    aborts.forEach((a) => a.abort());
+    await Promise.all(drained);
+    // The server notices a departed client at its next write; then the capacity is back.
+    await eventually(async () => (await metric(server, 'keel_cancellations_total')) >= 2, 'aborted requests to end');
   }],
   ['the server still generates correctly afterwards', async () => {
     const r = await fetch(`${server.baseURL}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
