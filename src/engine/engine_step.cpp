@@ -25,6 +25,7 @@ void Engine::Impl::run() {
       for (Slot& slot : slots) {
         if (slot.busy()) end_slot(slot, FinishReason::kError, std::string("engine error: ") + e.what());
       }
+      recheck_cache = true;
     }
   }
 }
@@ -248,7 +249,15 @@ void Engine::Impl::end_slot(Slot& slot, FinishReason reason, const std::string& 
     --shared->active;
   }
   count_finish(reason);
-  slot.finish(reason, error);
+  try {
+    slot.finish(reason, error);
+  } catch (const std::exception& e) {
+    // Flushing the output failed (e.g. the decoder): the request still gets its Finish.
+    Event done;
+    done.reason = FinishReason::kError;
+    done.error = std::string("could not finish the response: ") + e.what();
+    slot.channel->finish(std::move(done));
+  }
   slot = Slot{};
 }
 
@@ -305,7 +314,11 @@ void Engine::Impl::snapshot_slots() {
     if (!slot.busy()) continue;
     out.state = slot.state == Slot::State::kPrefilling ? "prefilling" : "generating";
     out.request_id = slot.channel->id();
-    out.n_past = backend->length(slot.seq);
+    try {
+      out.n_past = backend->length(slot.seq);
+    } catch (const std::exception&) {
+      out.n_past = -1;  // a report, not worth failing anything over
+    }
     out.n_prompt = slot.n_prompt;
     out.n_cached = slot.n_cached;
     out.n_generated = slot.n_generated;

@@ -268,5 +268,21 @@ TEST(Engine, StatsReportSlotStatesAndTokenCounts) {
   EXPECT_EQ(out.usage.completion_tokens, 6);
 }
 
+TEST(Engine, AFailingFinalFlushStillEndsWithOneFinishAndTheEngineGoesOn) {
+  FakeBackend* fake = nullptr;
+  auto engine = make_engine(EngineOptions{}, &fake);
+  fake->eog_allowed = false;
+  fake->decoder_finish_throws = true;
+  RequestHandle h = engine->submit(make_request({1, 2, 3}, 3));
+  Outcome out = collect(h);
+  EXPECT_EQ(out.reason, FinishReason::kError);
+  EXPECT_NE(out.error.find("flush failed"), std::string::npos) << out.error;
+  fake->decoder_finish_throws = false;
+  RequestHandle next = engine->submit(make_request({1, 2, 3}, 3));
+  EXPECT_EQ(collect(next).reason, FinishReason::kLength);
+  engine->shutdown(std::chrono::seconds(5));
+  EXPECT_EQ(fake->live_sequences(), 0);
+}
+
 }  // namespace
 }  // namespace keel::engine::test

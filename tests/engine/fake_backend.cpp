@@ -19,7 +19,10 @@ class FakeDecoder : public TokenDecoder {
  public:
   explicit FakeDecoder(const FakeBackend* b) : backend_(b) {}
   std::string push(int32_t token) override { return backend_->token_piece(token); }
-  std::string finish() override { return {}; }
+  std::string finish() override {
+    if (backend_->decoder_finish_throws) throw Error(ErrorCode::kInternal, "fake decoder: flush failed");
+    return {};
+  }
 
  private:
   const FakeBackend* backend_;

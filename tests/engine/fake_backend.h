@@ -51,6 +51,7 @@ class FakeBackend : public Backend {
   std::function<int32_t(const std::vector<int32_t>&)> forced;  // -1 = not forced
   bool eog_allowed = true;  // false: token 0 never wins (runs go to max_tokens)
   size_t shift_loses = 0;   // shift() drops this many extra positions at the end
+  bool decoder_finish_throws = false;  // the detokenizer's final flush fails
 
   // Observations for tests (engine thread writes, read after the engine is done).
   int64_t live_sequences() const { return static_cast<int64_t>(seqs_.size()); }
