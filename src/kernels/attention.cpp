@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "kernels/attention_internal.h"
 #include "kernels/dot.h"
+#include "kernels/widen.h"
 
 namespace keel::kernels {
 
@@ -51,7 +52,7 @@ const float* row_at(const std::vector<const uint8_t*>& pages, tensor::DType type
   const uint8_t* src = pages[page] + static_cast<size_t>(p % pt) * token_stride +
                        static_cast<size_t>(h) * head_bytes;
   if (type == tensor::DType::kF32) return reinterpret_cast<const float*>(src);
-  tensor::dequantize_row(type, src, scratch, d);
+  widen_row(type, src, scratch, d);  // tensor::dequantize_row's values, SIMD where it can
   return scratch;
 }
 }  // namespace

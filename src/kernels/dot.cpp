@@ -1,8 +1,11 @@
 #include "kernels/dot.h"
 
+#include "kernels/dot_simd.h"
+
 namespace keel::kernels {
 
 float dot_f32(const float* a, const float* b, int64_t n) {
+  if (dot_simd_available()) return dot_f32_avx2(a, b, n);  // same order, same bits
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {

@@ -4,13 +4,27 @@
 #include <limits>
 #include <string>
 
+#include "core/cpu.h"
 #include "core/error.h"
 
 namespace keel::kernels::q {
 
-int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x32 ? 32 : 256; }
+bool quantize_block_q8_avx512(const float* x, int n, int8_t* q, float* d_out);  // its twin
+
+namespace {
+bool simd_quantizer() {
+  static const bool ok = cpu_features().avx512f && cpu_features().avx512bw && cpu_features().avx512vl;
+  return ok;
+}
+}  // namespace
 
 float quantize_block_q8(const float* x, int n, int8_t* q) {
+  float d;
+  if (n % 16 == 0 && simd_quantizer() && quantize_block_q8_avx512(x, n, q, &d)) return d;
+  return quantize_block_q8_scalar(x, n, q);
+}
+
+float quantize_block_q8_scalar(const float* x, int n, int8_t* q) {
   float amax = 0.0f;
   bool finite = true;
   for (int i = 0; i < n; ++i) {

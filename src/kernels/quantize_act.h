@@ -20,7 +20,7 @@ namespace keel::kernels::q {
 
 enum class ActFormat { kQ8x32, kQ8x256 };
 
-int64_t act_block(ActFormat f);  // 32 or 256
+inline int64_t act_block(ActFormat f) { return f == ActFormat::kQ8x32 ? 32 : 256; }
 
 struct ActRows {
   ActFormat format = ActFormat::kQ8x32;
@@ -56,7 +56,9 @@ class ActBuffer {
   std::vector<int16_t> sum32_;
 };
 
-// One block of n (32 or 256) values: writes q[n] and returns d.
+// One block of n (32 or 256) values: writes q[n] and returns d. The SIMD version where the
+// machine has one; _scalar is its oracle (same bits).
 float quantize_block_q8(const float* x, int n, int8_t* q);
+float quantize_block_q8_scalar(const float* x, int n, int8_t* q);
 
 }  // namespace keel::kernels::q
