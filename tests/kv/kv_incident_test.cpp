@@ -3,17 +3,20 @@
 // divergence point (`rm [p0, end)`). There a query row came out fully masked and flash
 // attention aborted; the full and sliding-window caches disagreed by one token.
 //
-//  - Full attention, real model (`make-model` tiny llama, head_dim 64): 2048 cached
-//    tokens, trimmed or re-attached at a point inside a page, one and several sequences,
-//    flash attention with q8_0 K+V and mixed K/V types; next-token logits bitwise equal to a
-//    fresh run.
-//  - Sliding window (no sliding-window architecture is loadable yet, so the attention is
-//    driven directly): full + window-8/16 layers, 3000 cached positions, trims and
-//    re-attaches at every kind of point; attention outputs of every new query through the
-//    flash and plain kernels bitwise equal to a fresh cache, and no row ever without a key.
+//  - Real models: `make-model` tiny llama (full attention, head_dim 64) and the gpt-oss /
+//    gemma3 reference sets (sliding window 8 on some layers): 2048 cached tokens, trimmed
+//    at a point inside a page, then another sequence re-attached from the prefix index
+//    decoding in the same batches; flash attention with q8_0 K+V and mixed K/V types;
+//    next-token logits bitwise equal to a fresh run.
+//  - Sliding window through the attention kernels directly (windows 8/16, pages 4..32):
+//    2000 cached positions, trims and re-attaches at every kind of point; every new
+//    query's output (flash and plain) bitwise equal to a fresh cache's, and no row ever
+//    without a key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <ostream>
 #include <random>
 
 #include "core/error.h"
@@ -30,11 +33,17 @@ using tensor::DType;
 
 // ---- Full attention on a real model ---------------------------------------------------
 
-struct TypePair {
+struct IncidentCase {
+  const char* model;  // "make-model" (tiny llama, full attention) or a reference set
   DType k, v;
+  bool several;       // go on with a second sequence re-attached from the prefix index
 };
 
-class IncidentFull : public ::testing::TestWithParam<TypePair> {
+void PrintTo(const IncidentCase& c, std::ostream* os) {
+  *os << c.model << " K " << tensor::dtype_name(c.k) << " V " << tensor::dtype_name(c.v);
+}
+
+class IncidentModel : public ::testing::TestWithParam<IncidentCase> {
  protected:
   static void SetUpTestSuite() {
     model::SyntheticOptions o;
@@ -43,8 +52,13 @@ class IncidentFull : public ::testing::TestWithParam<TypePair> {
     o.weight_type = "q8_0";
     o.seed = 2;
     o.n_threads = 1;
-    path_ = keel::test::temp_dir() + "/incident-tiny.gguf";
-    model::write_synthetic_model(path_, o);
+    synthetic_ = keel::test::temp_dir() + "/incident-tiny.gguf";
+    model::write_synthetic_model(synthetic_, o);
+  }
+
+  std::string model_path() const {
+    const std::string name = GetParam().model;
+    return name == "make-model" ? synthetic_ : keel::test::reference_path(name, "model.gguf");
   }
 
   KvOptions options() const {
@@ -64,12 +78,27 @@ class IncidentFull : public ::testing::TestWithParam<TypePair> {
     return t;
   }
 
-  static std::string path_;
+  static std::string synthetic_;
 };
-std::string IncidentFull::path_;
+std::string IncidentModel::synthetic_;
 
-TEST_P(IncidentFull, LongPrefixTrimmedAtTheDivergenceEqualsAFreshRun) {
-  const model::Model m(path_);
+// Feeds seq the tokens of `t` it does not hold yet: one decode step first, then chunks of
+// 512, as a server does after a prefix match.
+void catch_up(const model::Model& m, KvCache& c, ThreadPool& pool, SeqId s,
+              const std::vector<TokenId>& t) {
+  bool first = true;
+  while (c.length(s) < static_cast<int64_t>(t.size())) {
+    const int64_t begin = c.length(s);
+    const int64_t n = std::min<int64_t>(first ? 1 : 512, static_cast<int64_t>(t.size()) - begin);
+    feed_batch(m, c, pool, {{s, {t.begin() + begin, t.begin() + begin + n}}}, true);
+    first = false;
+  }
+}
+
+TEST_P(IncidentModel, LongPrefixTrimmedAtTheDivergenceEqualsAFreshRun) {
+  const model::Model m(model_path());
+  bool sliding = false;
+  for (int32_t w : m.kv_layout().layer_window) sliding |= w > 0;
   ThreadPool pool(1);
   const TokenId vocab = static_cast<TokenId>(m.n_vocab());
   KvCache cache(m.kv_layout(), options());
@@ -82,31 +111,35 @@ TEST_P(IncidentFull, LongPrefixTrimmedAtTheDivergenceEqualsAFreshRun) {
   cache.check_invariants();
 
   // The same slot gets a request sharing 1337 tokens (inside a page): rm [1337, end).
+  // A sliding-window model no longer holds the window there: it must say so (length 0)
+  // and recompute, never serve a row without keys.
   const int64_t p0 = 1337;
   std::vector<TokenId> next(prompt.begin(), prompt.begin() + p0);
   const auto diverge = tokens(24, 2, vocab);
   next.insert(next.end(), diverge.begin(), diverge.end());
-  ASSERT_EQ(cache.truncate(a, p0), p0);
+  const int64_t kept = cache.truncate(a, p0);
+  EXPECT_EQ(kept, sliding ? 0 : p0);
+  for (int32_t l = 0; l < m.kv_layout().n_layers(); ++l) {
+    ASSERT_EQ(cache.view(a, l).n_positions, kept) << "layer " << l;
+  }
   cache.check_invariants();
-  feed_batch(m, cache, pool, {{a, {diverge.begin(), diverge.begin() + 1}}}, true);  // decode
-  feed_batch(m, cache, pool, {{a, {diverge.begin() + 1, diverge.end()}}}, true);    // prefill
+  catch_up(m, cache, pool, a, next);
   cache.check_invariants();
   const auto got = next_logits(m, cache, pool, a, 7, true);
   const auto want = fresh_next_logits(m, options(), pool, next, 7, true);
   ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
       << "trimmed sequence differs from a fresh run";
+  if (!GetParam().several) return;
 
-  // The mixed-type runs stop here to keep the suite fast; q8_0 K+V goes on.
-  if (GetParam().k != DType::kQ8_0 || GetParam().v != DType::kQ8_0) return;
-
-  // Several sequences: another request re-attaches a longer cached prefix (1500 of the
-  // original 2048, released from the slot but held by the prefix index) and decodes in
-  // the same batches as the trimmed one.
-  std::vector<TokenId> other(prompt.begin(), prompt.begin() + 1500);
+  // Several sequences: another request re-attaches a longer cached prefix (2040 of the
+  // original 2048, released from the slot but held by the prefix index, window pages
+  // included) and decodes in the same batches as the trimmed one.
+  std::vector<TokenId> other(prompt.begin(), prompt.begin() + 2040);
   const auto tail = tokens(9, 3, vocab);
   other.insert(other.end(), tail.begin(), tail.end());
-  ASSERT_EQ(cache.lookup_prefix(other).n_tokens, 1500);
-  const SeqId b = cache.attach_prefix(other, 1500);
+  ASSERT_EQ(cache.lookup_prefix(other).n_tokens, 2040);
+  const SeqId b = cache.attach_prefix(other, 2040);
+  ASSERT_EQ(cache.length(b), 2040);
   const auto more = tokens(9, 4, vocab);
   feed_batch(m, cache, pool, {{a, more}, {b, tail}}, true);
   next.insert(next.end(), more.begin(), more.end());
@@ -119,14 +152,20 @@ TEST_P(IncidentFull, LongPrefixTrimmedAtTheDivergenceEqualsAFreshRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(FlashKv, IncidentFull,
-                         ::testing::Values(TypePair{DType::kQ8_0, DType::kQ8_0},
-                                           TypePair{DType::kQ8_0, DType::kQ4_0},
-                                           TypePair{DType::kF16, DType::kQ8_0}),
-                         [](const auto& info) {
-                           return std::string(tensor::dtype_name(info.param.k)) + "_" +
-                                  tensor::dtype_name(info.param.v);
-                         });
+// Flash attention throughout; q8_0 K+V and the mixed pairs of the incident reports.
+INSTANTIATE_TEST_SUITE_P(
+    FlashKv, IncidentModel,
+    ::testing::Values(IncidentCase{"make-model", DType::kQ8_0, DType::kQ8_0, true},
+                      IncidentCase{"make-model", DType::kQ8_0, DType::kQ4_0, false},
+                      IncidentCase{"make-model", DType::kF16, DType::kQ8_0, false},
+                      IncidentCase{"gpt-oss", DType::kQ8_0, DType::kQ8_0, true},
+                      IncidentCase{"gemma3", DType::kQ8_0, DType::kQ4_0, true},
+                      IncidentCase{"gemma3", DType::kF16, DType::kQ8_0, false}),
+    [](const auto& info) {
+      std::string name = info.param.model;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name + "_" + tensor::dtype_name(info.param.k) + "_" + tensor::dtype_name(info.param.v);
+    });
 
 // ---- Sliding window, attention driven directly -----------------------------------------
 

@@ -7,6 +7,7 @@
 // the discarded tokens, so no fresh run reproduces them (kv_edit_test checks shift rows).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -228,8 +229,14 @@ TEST_P(KvModelRandom, DISABLED_SoakNextTokenLogitsEqualAFreshRun) {
   run_programs(env_int("KEEL_KV_SOAK_SEEDS", 10), 400, 1000);
 }
 
-// llama's head_dim is 16: only plain types fit it; qwen3 (head_dim 32) takes block types.
+// llama's and gemma2's head_dim is 16: only plain types fit them; the others (head_dim 32)
+// take block types. gemma2, gemma3 and gpt-oss have sliding-window layers (window 8).
 const ModelConfig kConfigs[] = {
+    {"gemma2", DType::kF16, DType::kF16, true, 16},
+    {"gemma3", DType::kQ8_0, DType::kQ8_0, true, 16},
+    {"gemma3", DType::kF16, DType::kQ4_0, false, 32},
+    {"gpt-oss", DType::kQ8_0, DType::kQ4_0, true, 16},
+    {"gpt-oss", DType::kBF16, DType::kQ8_0, false, 32},
     {"llama", DType::kF16, DType::kF16, false, 16},
     {"llama", DType::kF32, DType::kBF16, true, 32},
     {"qwen3", DType::kQ8_0, DType::kQ8_0, true, 16},
@@ -241,7 +248,9 @@ const ModelConfig kConfigs[] = {
 INSTANTIATE_TEST_SUITE_P(Models, KvModelRandom, ::testing::ValuesIn(kConfigs),
                          [](const auto& info) {
                            const ModelConfig& c = info.param;
-                           return std::string(c.set) + "_" + tensor::dtype_name(c.k_type) + "_" +
+                           std::string set = c.set;
+                           std::replace(set.begin(), set.end(), '-', '_');
+                           return set + "_" + tensor::dtype_name(c.k_type) + "_" +
                                   tensor::dtype_name(c.v_type) + (c.flash ? "_flash" : "_plain") +
                                   "_p" + std::to_string(c.page);
                          });

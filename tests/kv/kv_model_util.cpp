@@ -43,7 +43,11 @@ std::vector<float> next_logits(const model::Model& m, KvCache& cache, ThreadPool
 std::vector<float> fresh_next_logits(const model::Model& m, const KvOptions& options,
                                      ThreadPool& pool, const std::vector<TokenId>& tokens,
                                      TokenId probe, bool flash) {
-  KvCache fresh(m.kv_layout(), options);
+  // One batch of every token: the sliding pools must hold all of it at once (pool sizes
+  // do not change results).
+  KvOptions o = options;
+  o.max_batch_tokens = std::max<int64_t>(o.max_batch_tokens, static_cast<int64_t>(tokens.size()) + 1);
+  KvCache fresh(m.kv_layout(), o);
   const SeqId s = fresh.create();
   std::vector<model::BatchEntry> batch;
   for (size_t i = 0; i < tokens.size(); ++i) {
