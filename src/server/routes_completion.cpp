@@ -119,7 +119,7 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
   });
 }
 
-// Collects the whole response. `write_idle` is the heartbeat (nullptr: nothing written).
+// The whole response of a non-streamed request; collect() calls `on_idle` every heartbeat.
 struct Collected {
   std::string text;
   std::vector<engine::TokenLogprob> logprobs;
