@@ -219,8 +219,9 @@ uint64_t parse_byte_size(std::string_view text) {
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
   if (i == 0) throw bad();
+  const std::string number = s.substr(0, i);  // strtod's end pointer points into it
   char* end = nullptr;
-  double value = std::strtod(s.substr(0, i).c_str(), &end);
+  double value = std::strtod(number.c_str(), &end);
   if (!end || *end != '\0' || !std::isfinite(value) || value <= 0) throw bad();
   std::string unit = s.substr(i);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
