@@ -33,10 +33,13 @@ serve: build
 	./$(BUILD)/keel serve -m $(if $(MODEL),$(MODEL),$(DEMO_MODEL)) $(SERVE_ARGS)
 
 # Sanitizer build: the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-SAN_LABELS ?= core|gguf|tensor|kv
+# Only the modules below are built and run under the sanitizers by default (CI time);
+# SAN_LABELS / SAN_TARGETS widen it.
+SAN_LABELS ?= core|gguf|tensor|kv|engine
+SAN_TARGETS ?= test_core test_gguf test_tensor test_kv test_engine
 sanitize-test: setup
 	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_SANITIZE=ON -DKEEL_BUILD_BENCH=OFF
-	cmake --build build-san -j $(JOBS)
+	cmake --build build-san -j $(JOBS) --target $(SAN_TARGETS)
 	ctest --test-dir build-san --output-on-failure -j $(JOBS) -L '$(SAN_LABELS)' -LE soak
 
 fuzz: setup
