@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,9 @@ struct ServerOptions {
   int max_inflight = 64;        // completion requests at once (parallel + queue) before 429
   int http_threads = 0;         // 0: max_inflight + 8, so /health and /metrics stay served
   int keep_alive_seconds = 5;
+  // More Prometheus text appended to /metrics (e.g. the start-up KV check's gauges);
+  // called on HTTP threads, so it must be thread-safe. Empty: nothing added.
+  std::function<std::string()> extra_metrics;
 };
 
 class HttpServer {

@@ -107,7 +107,9 @@ void add_info_routes(HttpServer::State& s) {
         in.step_bounds = engine::step_seconds_bounds();
         in.n_parallel = service->model_info().n_parallel;
       }
-      res.set_content(render_metrics(in), "text/plain; version=0.0.4; charset=utf-8");
+      std::string text = render_metrics(in);
+      if (s.options.extra_metrics) text += s.options.extra_metrics();
+      res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
     });
   });
   s.http.Get("/slots", [&s](const httplib::Request&, httplib::Response& res) {
