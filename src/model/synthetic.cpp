@@ -1,237 +1,27 @@
-// Synthetic model generator: architecture tables, presets, built-in vocabulary, and the
-// seeded weight stream. See synthetic.h for the contract.
+// Synthetic model generator: plans an architecture row's tensors at a resolved shape,
+// writes its metadata, and streams seeded weights into the file. See synthetic.h.
 #include "model/synthetic.h"
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
-#include <optional>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "model/synthetic_tables.h"
+#include "model/synthetic_vocab.h"
 #include "tensor/types.h"
 
 namespace keel::model {
 namespace {
 
+using synthetic::ArchSpec;
+using synthetic::Dim;
+using synthetic::Metadata;
+using synthetic::Role;
+using synthetic::TensorSpec;
+using synthetic::WeightType;
 using tensor::DType;
-
-// ---- Architecture tables ------------------------------------------------------------
-
-// Symbolic tensor dimensions, resolved against a preset's shape.
-enum class Dim { kOne, kEmbd, kFF, kVocab, kQ, kKV, kHeadDim };
-
-// What a tensor is for: decides its initial values and its type in a quantization mix.
-enum class Role { kNorm, kEmbedding, kOutput, kAttnQ, kAttnK, kAttnV, kAttnOut, kFfnGate, kFfnUp, kFfnDown };
-
-struct TensorSpec {
-  const char* name;  // per-layer names are prefixed with "blk.N."
-  Dim ne0;           // input (contiguous) dimension
-  Dim ne1;           // kOne for vectors
-  Role role;
-};
-
-struct ArchSpec {
-  const char* name;
-  std::vector<TensorSpec> head;   // before the layers
-  std::vector<TensorSpec> layer;  // per layer
-  std::vector<TensorSpec> tail;   // after the layers
-};
-
-const std::vector<ArchSpec>& arch_table() {
-  static const std::vector<ArchSpec> table = {
-      {"llama",
-       {{"token_embd.weight", Dim::kEmbd, Dim::kVocab, Role::kEmbedding}},
-       {{"attn_norm.weight", Dim::kEmbd, Dim::kOne, Role::kNorm},
-        {"attn_q.weight", Dim::kEmbd, Dim::kQ, Role::kAttnQ},
-        {"attn_k.weight", Dim::kEmbd, Dim::kKV, Role::kAttnK},
-        {"attn_v.weight", Dim::kEmbd, Dim::kKV, Role::kAttnV},
-        {"attn_output.weight", Dim::kQ, Dim::kEmbd, Role::kAttnOut},
-        {"ffn_norm.weight", Dim::kEmbd, Dim::kOne, Role::kNorm},
-        {"ffn_gate.weight", Dim::kEmbd, Dim::kFF, Role::kFfnGate},
-        {"ffn_up.weight", Dim::kEmbd, Dim::kFF, Role::kFfnUp},
-        {"ffn_down.weight", Dim::kFF, Dim::kEmbd, Role::kFfnDown}},
-       {{"output_norm.weight", Dim::kEmbd, Dim::kOne, Role::kNorm},
-        {"output.weight", Dim::kEmbd, Dim::kVocab, Role::kOutput}}},
-  };
-  return table;
-}
-
-struct Shape {
-  int64_t n_embd;
-  int64_t n_ff;
-  int64_t n_layer;
-  int64_t n_head;
-  int64_t n_head_kv;
-  int64_t n_vocab;  // 0 = the vocabulary's own size; else the built-in one is padded to it
-  int64_t n_ctx;
-  float rope_base;
-  float norm_eps;
-};
-
-struct Preset {
-  const char* arch;
-  const char* name;
-  Shape shape;
-};
-
-// Widths are multiples of 256 so every quantization mix applies without fallbacks.
-const std::vector<Preset>& preset_table() {
-  static const std::vector<Preset> table = {
-      // ~1.3M parameters (5 MB as f32) with the built-in vocabulary.
-      {"llama", "tiny", {256, 512, 2, 4, 2, 0, 512, 10000.0f, 1e-5f}},
-      // ~20M parameters in the layers: fast enough for an interactive demo server.
-      {"llama", "demo", {512, 1536, 6, 8, 4, 0, 2048, 10000.0f, 1e-5f}},
-      // TinyLlama-1.1B's shapes.
-      {"llama", "1b", {2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f}},
-  };
-  return table;
-}
-
-const ArchSpec& find_arch(const std::string& name) {
-  for (const ArchSpec& a : arch_table()) {
-    if (name == a.name) return a;
-  }
-  throw Error(ErrorCode::kUnsupported, "make-model: unknown architecture '" + name + "'");
-}
-
-const Preset& find_preset(const std::string& arch, const std::string& name) {
-  for (const Preset& p : preset_table()) {
-    if (arch == p.arch && name == p.name) return p;
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "make-model: no preset '" + name + "' for architecture '" + arch + "'");
-}
-
-// ---- Weight types and the quantization mix ---------------------------------------------
-
-struct WeightType {
-  const char* name;
-  DType base;         // most matrices
-  uint32_t file_type;  // general.file_type (llama.cpp's LLAMA_FTYPE_*)
-};
-
-const WeightType kWeightTypes[] = {
-    {"f32", DType::kF32, 0}, {"f16", DType::kF16, 1},   {"q8_0", DType::kQ8_0, 7},
-    {"q4_0", DType::kQ4_0, 2}, {"q4_k_m", DType::kQ4_K, 15},
-};
-
-const WeightType& find_weight_type(const std::string& name) {
-  for (const WeightType& w : kWeightTypes) {
-    if (name == w.name) return w;
-  }
-  throw Error(ErrorCode::kInvalidArgument, "make-model: unknown weight type '" + name + "'");
-}
-
-// llama.cpp's rule for spending more bits: the first and last eighth of the layers and
-// every third one in between.
-bool use_more_bits(int64_t layer, int64_t n_layer) {
-  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
-}
-
-// A type whose blocks fit a row of n elements: llama.cpp's fallbacks for narrow rows.
-DType fit_to_row(DType type, int64_t n) {
-  if (n % tensor::traits(type).block_size == 0) return type;
-  if (type == DType::kQ4_K) return fit_to_row(DType::kQ5_0, n);
-  if (type == DType::kQ6_K) return fit_to_row(DType::kQ8_0, n);
-  return DType::kF16;
-}
-
-DType tensor_type(const WeightType& w, Role role, int64_t layer, int64_t n_layer, int64_t ne0) {
-  if (role == Role::kNorm || w.base == DType::kF32) return DType::kF32;
-  DType t = w.base;
-  if (w.base == DType::kQ4_K) {  // the Q4_K_M mix
-    if (role == Role::kOutput) t = DType::kQ6_K;
-    if ((role == Role::kAttnV || role == Role::kFfnDown) && use_more_bits(layer, n_layer)) t = DType::kQ6_K;
-  } else if (w.base == DType::kQ4_0 && role == Role::kOutput) {
-    t = DType::kQ6_K;  // llama.cpp keeps the output matrix at 6 bits in Q4_0 files
-  }
-  return fit_to_row(t, ne0);
-}
-
-// ---- Vocabulary -------------------------------------------------------------------------
-
-using Metadata = std::vector<std::pair<std::string, gguf::Value>>;
-
-// GPT-2's byte alphabet: printable Latin-1 bytes stand for themselves, the other 68 bytes
-// for U+0100.. in byte order.
-std::string byte_symbol(int b) {
-  const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  int cp = b;
-  if (!printable) {
-    int rank = 0;
-    for (int c = 0; c < b; ++c) {
-      rank += !((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff));
-    }
-    cp = 0x100 + rank;
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-  return out;
-}
-
-// Byte-level BPE ("gpt2"): 256 byte tokens, a few English merges, <s> and </s>, padded
-// with unused tokens to `pad_to` when that is larger.
-Metadata builtin_vocab(int64_t pad_to) {
-  std::vector<std::string> tokens;
-  for (int b = 0; b < 256; ++b) tokens.push_back(byte_symbol(b));
-  const std::string sp = byte_symbol(' ');
-  const std::vector<std::pair<std::string, std::string>> merges = {
-      {sp, "t"}, {sp, "a"}, {"h", "e"}, {"i", "n"}, {"r", "e"}, {"o", "n"}, {sp + "t", "he"},
-      {"e", "r"}, {sp, "s"}, {"a", "t"}, {"e", "n"}, {"o", "u"}, {sp, "w"}, {sp, "o"},
-      {"n", "d"}, {sp + "a", "nd"}, {sp, "i"}, {"i", "s"}, {sp + "w", "as"}, {"a", "s"}};
-  std::vector<std::string> merge_text;
-  for (const auto& [a, b] : merges) {
-    merge_text.push_back(a + " " + b);
-    tokens.push_back(a + b);
-  }
-  std::vector<int32_t> types(tokens.size(), 1);  // normal
-  const auto bos = static_cast<uint32_t>(tokens.size());
-  tokens.push_back("<s>");
-  tokens.push_back("</s>");
-  types.push_back(3);  // control
-  types.push_back(3);
-  for (int64_t i = static_cast<int64_t>(tokens.size()); i < pad_to; ++i) {
-    tokens.push_back("<unused" + std::to_string(i) + ">");
-    types.push_back(5);  // unused
-  }
-  Metadata m;
-  m.emplace_back("tokenizer.ggml.model", gguf::Value::str("gpt2"));
-  m.emplace_back("tokenizer.ggml.pre", gguf::Value::str("default"));
-  m.emplace_back("tokenizer.ggml.tokens", gguf::Value::array(tokens));
-  m.emplace_back("tokenizer.ggml.token_type", gguf::Value::array(types));
-  m.emplace_back("tokenizer.ggml.merges", gguf::Value::array(merge_text));
-  m.emplace_back("tokenizer.ggml.bos_token_id", gguf::Value::u32(bos));
-  m.emplace_back("tokenizer.ggml.eos_token_id", gguf::Value::u32(bos + 1));
-  m.emplace_back("tokenizer.ggml.add_bos_token", gguf::Value::boolean(true));
-  return m;
-}
-
-Metadata copied_vocab(const std::string& path) {
-  const gguf::GgufFile f(path);
-  Metadata m;
-  for (const auto& [key, value] : f.metadata()) {
-    if (key.rfind("tokenizer.", 0) == 0) m.emplace_back(key, value);
-  }
-  const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
-  if (tokens == nullptr || tokens->array_size() == 0) {
-    throw Error(ErrorCode::kInvalidArgument, path + ": no tokenizer.ggml.tokens to copy a vocabulary from");
-  }
-  return m;
-}
-
-int64_t vocab_size(const Metadata& m) {
-  for (const auto& [key, value] : m) {
-    if (key == "tokenizer.ggml.tokens") return static_cast<int64_t>(value.array_size());
-  }
-  return 0;
-}
 
 // ---- Seeded values ----------------------------------------------------------------------
 
@@ -263,46 +53,57 @@ void random_row(uint64_t key, float sigma, float* out, int64_t n) {
 
 // Standard deviation per role. Matrices use 1/sqrt(fan_in) so activations keep their
 // scale; the output matrix is 4x that so logits have a spread of a few units and sampling
-// is peaked rather than uniform.
+// is peaked rather than uniform. Biases and sinks are small offsets, visible but not
+// dominating.
 float sigma_for(Role role, int64_t fan_in) {
   const float base = 1.0f / std::sqrt(static_cast<float>(fan_in));
   switch (role) {
     case Role::kNorm: return 0.0f;
+    case Role::kBias: return 0.1f;
+    case Role::kSinks: return 1.0f;
     case Role::kEmbedding: return 1.0f;
     case Role::kOutput: return 4.0f * base;
     default: return base;
   }
 }
 
+// ---- Tensor plan ------------------------------------------------------------------------
+
 struct PlannedTensor {
   std::string name;
   Role role;
   DType type;
-  int64_t ne0;
-  int64_t ne1;  // 1 for vectors
+  std::vector<int64_t> shape;  // GGUF order, ne[0] first
+  int64_t rows() const {
+    int64_t n = 1;
+    for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+    return n;
+  }
 };
 
-int64_t resolve(Dim d, const Shape& s, int64_t n_vocab) {
-  const int64_t head_dim = s.n_embd / s.n_head;
+int64_t resolve(Dim d, const SyntheticShape& s, int64_t n_vocab) {
   switch (d) {
-    case Dim::kOne: return 1;
     case Dim::kEmbd: return s.n_embd;
     case Dim::kFF: return s.n_ff;
     case Dim::kVocab: return n_vocab;
-    case Dim::kQ: return s.n_head * head_dim;
-    case Dim::kKV: return s.n_head_kv * head_dim;
-    case Dim::kHeadDim: return head_dim;
+    case Dim::kQ: return s.n_head * s.head_dim;
+    case Dim::kKV: return s.n_head_kv * s.head_dim;
+    case Dim::kHeadDim: return s.head_dim;
+    case Dim::kHead: return s.n_head;
+    case Dim::kExpert: return s.n_expert;
   }
   return 1;
 }
 
-std::vector<PlannedTensor> plan_tensors(const ArchSpec& arch, const Shape& s, int64_t n_vocab,
+std::vector<PlannedTensor> plan_tensors(const ArchSpec& arch, const SyntheticShape& s, int64_t n_vocab,
                                         const WeightType& w) {
   std::vector<PlannedTensor> out;
   auto add = [&](const TensorSpec& t, const std::string& name, int64_t layer) {
-    const int64_t ne0 = resolve(t.ne0, s, n_vocab);
-    const int64_t ne1 = resolve(t.ne1, s, n_vocab);
-    out.push_back({name, t.role, tensor_type(w, t.role, layer, s.n_layer, ne0), ne0, ne1});
+    PlannedTensor p{name, t.role, DType::kF32, {}};
+    for (Dim d : t.dims) p.shape.push_back(resolve(d, s, n_vocab));
+    const bool expert = t.dims.size() == 3;  // [n_in, n_out, n_expert]
+    p.type = synthetic::tensor_type(w, t.role, expert, layer, s.n_layer, p.shape[0]);
+    out.push_back(std::move(p));
   };
   for (const TensorSpec& t : arch.head) add(t, t.name, -1);
   for (int64_t il = 0; il < s.n_layer; ++il) {
@@ -312,9 +113,17 @@ std::vector<PlannedTensor> plan_tensors(const ArchSpec& arch, const Shape& s, in
   return out;
 }
 
-Metadata model_metadata(const ArchSpec& arch, const Preset& p, const WeightType& w, int64_t n_vocab,
+// ---- Metadata ---------------------------------------------------------------------------
+
+// gemma3-style local/global flags, one per layer (true = sliding window).
+std::vector<bool> sliding_flags(const ArchSpec& arch, int64_t n_layer) {
+  std::vector<bool> flags(static_cast<size_t>(n_layer));
+  for (int64_t il = 0; il < n_layer; ++il) flags[il] = (il + 1) % arch.global_every != 0;
+  return flags;
+}
+
+Metadata model_metadata(const ArchSpec& arch, const SyntheticShape& s, const WeightType& w, int64_t n_vocab,
                         const std::string& name) {
-  const Shape& s = p.shape;
   const std::string a = arch.name;
   auto u32 = [](int64_t v) { return gguf::Value::u32(static_cast<uint32_t>(v)); };
   Metadata m;
@@ -331,9 +140,35 @@ Metadata model_metadata(const ArchSpec& arch, const Preset& p, const WeightType&
   m.emplace_back(a + ".feed_forward_length", u32(s.n_ff));
   m.emplace_back(a + ".attention.head_count", u32(s.n_head));
   m.emplace_back(a + ".attention.head_count_kv", u32(s.n_head_kv));
-  m.emplace_back(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(s.norm_eps));
-  m.emplace_back(a + ".rope.freq_base", gguf::Value::f32(s.rope_base));
-  m.emplace_back(a + ".rope.dimension_count", u32(s.n_embd / s.n_head));
+  // Without these keys loaders take n_embd / n_head, so an override that changes the head
+  // width must write them whatever the architecture's converter does.
+  if (arch.writes_head_dims || s.head_dim != s.n_embd / s.n_head) {
+    m.emplace_back(a + ".attention.key_length", u32(s.head_dim));
+    m.emplace_back(a + ".attention.value_length", u32(s.head_dim));
+  }
+  m.emplace_back(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(arch.norm_eps));
+  m.emplace_back(a + ".rope.freq_base", gguf::Value::f32(arch.rope_base));
+  m.emplace_back(a + ".rope.dimension_count", u32(s.n_rot));
+  if (arch.rope_scaling[0] != '\0') {
+    m.emplace_back(a + ".rope.scaling.type", gguf::Value::str(arch.rope_scaling));
+    m.emplace_back(a + ".rope.scaling.factor", gguf::Value::f32(arch.rope_scaling_factor));
+    if (arch.rope_orig_ctx > 0) {
+      m.emplace_back(a + ".rope.scaling.original_context_length", u32(arch.rope_orig_ctx));
+    }
+  }
+  if (arch.sliding != synthetic::Sliding::kNone) {
+    m.emplace_back(a + ".attention.sliding_window", u32(s.sliding_window));
+  }
+  if (arch.sliding == synthetic::Sliding::kPatternKey) {
+    m.emplace_back(a + ".attention.sliding_window_pattern", gguf::Value::array(sliding_flags(arch, s.n_layer)));
+  }
+  if (arch.attn_softcap > 0.0f) m.emplace_back(a + ".attn_logit_softcapping", gguf::Value::f32(arch.attn_softcap));
+  if (arch.final_softcap > 0.0f) m.emplace_back(a + ".final_logit_softcapping", gguf::Value::f32(arch.final_softcap));
+  if (s.n_expert > 0) {
+    m.emplace_back(a + ".expert_count", u32(s.n_expert));
+    m.emplace_back(a + ".expert_used_count", u32(s.n_expert_used));
+    m.emplace_back(a + ".expert_feed_forward_length", u32(s.n_ff));
+  }
   return m;
 }
 
@@ -341,22 +176,23 @@ Metadata model_metadata(const ArchSpec& arch, const Preset& p, const WeightType&
 // over rows. Each row depends only on (seed, name, row), never on the thread that made it.
 gguf::GgufWriter::TensorFill make_fill(const PlannedTensor& t, uint64_t seed, ThreadPool& pool) {
   return [t, seed, &pool](uint8_t* dst, size_t n_bytes) {
-    const size_t row_bytes = tensor::row_bytes(t.type, t.ne0);
-    if (row_bytes * static_cast<size_t>(t.ne1) != n_bytes) {
+    const int64_t ne0 = t.shape[0], rows = t.rows();
+    const size_t row_bytes = tensor::row_bytes(t.type, ne0);
+    if (row_bytes * static_cast<size_t>(rows) != n_bytes) {
       throw Error(ErrorCode::kInternal, "make-model: tensor '" + t.name + "' size mismatch");
     }
     const uint64_t key = splitmix64(seed ^ hash_name(t.name));
-    const float sigma = sigma_for(t.role, t.ne0);
-    pool.parallel_for(t.ne1, 16, [&](int64_t begin, int64_t end) {
-      std::vector<float> row(static_cast<size_t>(t.ne0));  // one row of values [ne0]
+    const float sigma = sigma_for(t.role, ne0);
+    pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+      std::vector<float> row(static_cast<size_t>(ne0));  // one row of values [ne0]
       for (int64_t r = begin; r < end; ++r) {
         if (t.role == Role::kNorm) {
           std::fill(row.begin(), row.end(), 1.0f);
         } else {
           // Rows are 2^32 counter values apart, far more than any row's length.
-          random_row(key + (static_cast<uint64_t>(r) << 32), sigma, row.data(), t.ne0);
+          random_row(key + (static_cast<uint64_t>(r) << 32), sigma, row.data(), ne0);
         }
-        tensor::quantize_row(t.type, row.data(), dst + static_cast<size_t>(r) * row_bytes, t.ne0);
+        tensor::quantize_row(t.type, row.data(), dst + static_cast<size_t>(r) * row_bytes, ne0);
       }
     });
   };
@@ -364,52 +200,30 @@ gguf::GgufWriter::TensorFill make_fill(const PlannedTensor& t, uint64_t seed, Th
 
 }  // namespace
 
-std::vector<std::string> synthetic_arches() {
-  std::vector<std::string> out;
-  for (const ArchSpec& a : arch_table()) out.emplace_back(a.name);
-  return out;
-}
-
-std::vector<std::string> synthetic_presets(const std::string& arch) {
-  std::vector<std::string> out;
-  for (const Preset& p : preset_table()) {
-    if (arch == p.arch) out.emplace_back(p.name);
-  }
-  return out;
-}
-
-std::vector<std::string> synthetic_weight_types() {
-  std::vector<std::string> out;
-  for (const WeightType& w : kWeightTypes) out.emplace_back(w.name);
-  return out;
-}
-
 SyntheticSummary write_synthetic_model(const std::string& path, const SyntheticOptions& options) {
-  const ArchSpec& arch = find_arch(options.arch);
-  const Preset& preset = find_preset(options.arch, options.preset);
-  const WeightType& wtype = find_weight_type(options.weight_type);
+  const SyntheticShape shape = synthetic_shape(options);  // validates every option
+  const ArchSpec& arch = synthetic::find_arch(options.arch);
+  const WeightType& wtype = synthetic::find_weight_type(options.weight_type);
 
-  const Metadata vocab = options.vocab_path.empty() ? builtin_vocab(preset.shape.n_vocab)
-                                                    : copied_vocab(options.vocab_path);
+  const Metadata vocab = options.vocab_path.empty() ? synthetic::builtin_vocab(shape.n_vocab)
+                                                    : synthetic::copied_vocab(options.vocab_path);
   SyntheticSummary summary;
-  summary.n_vocab = vocab_size(vocab);
+  summary.n_vocab = synthetic::vocab_size(vocab);
   summary.name = "keel random weights (" + options.arch + " " + options.preset + ", " +
                  options.weight_type + ", seed " + std::to_string(options.seed) + ")";
 
   gguf::GgufWriter writer;
-  for (auto& [key, value] : model_metadata(arch, preset, wtype, summary.n_vocab, summary.name)) {
+  for (auto& [key, value] : model_metadata(arch, shape, wtype, summary.n_vocab, summary.name)) {
     writer.set(key, std::move(value));
   }
   for (const auto& [key, value] : vocab) writer.set(key, value);
 
   ThreadPool pool(options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads());
-  for (const PlannedTensor& t : plan_tensors(arch, preset.shape, summary.n_vocab, wtype)) {
-    std::vector<int64_t> shape = {t.ne0};
-    if (t.role != Role::kNorm) shape.push_back(t.ne1);
-    writer.add_tensor(t.name, t.type, shape, make_fill(t, options.seed, pool));
+  for (const PlannedTensor& t : plan_tensors(arch, shape, summary.n_vocab, wtype)) {
+    writer.add_tensor(t.name, t.type, t.shape, make_fill(t, options.seed, pool));
     ++summary.n_tensors;
-    summary.n_params += t.ne0 * t.ne1;
-    summary.weight_bytes += tensor::row_bytes(t.type, t.ne0) * static_cast<uint64_t>(t.ne1);
+    summary.n_params += t.shape[0] * t.rows();
+    summary.weight_bytes += tensor::row_bytes(t.type, t.shape[0]) * static_cast<uint64_t>(t.rows());
   }
   writer.write(path);
   return summary;

@@ -1,7 +1,8 @@
 // `keel make-model` through the built binary (KEEL_BIN): the tiny preset in every weight
 // type opens with GgufFile with the expected metadata, tensors, shapes and types; the
 // weights have the intended scales; the same seed gives the same bytes; keel's loader
-// (`keel eval`) runs the result; bad options exit 2.
+// (`keel eval`) runs the result; other architectures and shape overrides land in the
+// metadata; bad options exit 2.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -222,6 +223,45 @@ TEST(MakeModel, KeelLoadsAndRunsWhatItWrites) {
   }
 }
 
+TEST(MakeModel, OtherArchitecturesAndShapeOverrides) {
+  // gemma3 with the options the KV-cache tests use: context, window, partial rotary dims.
+  const gguf::GgufFile g(make("gemma3-kv", "--arch gemma3 --layers 7 --ctx 256 --sliding-window 32 --rope-dims 32"));
+  EXPECT_EQ(g.get_string("general.architecture"), "gemma3");
+  EXPECT_EQ(g.get_int("gemma3.block_count"), 7);
+  EXPECT_EQ(g.get_int("gemma3.context_length"), 256);
+  EXPECT_EQ(g.get_int("gemma3.attention.sliding_window"), 32);
+  EXPECT_EQ(g.get_int("gemma3.rope.dimension_count"), 32);
+  EXPECT_EQ(g.get_int("gemma3.attention.key_length"), 64);
+  EXPECT_EQ(g.get_string("gemma3.rope.scaling.type"), "linear");
+  const gguf::Value* pattern = g.find("gemma3.attention.sliding_window_pattern");
+  ASSERT_NE(pattern, nullptr);
+  EXPECT_EQ(pattern->as_array<bool>(), (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(g.find_tensor("output.weight"), nullptr);  // tied head
+  ASSERT_NE(g.find_tensor("blk.6.attn_q_norm.weight"), nullptr);
+
+  const gguf::GgufFile o(make("oss-mxfp4", "--arch gpt-oss --type mxfp4 --experts 8 --experts-used 4 --ff 128"));
+  EXPECT_EQ(o.get_int("general.file_type"), 38);
+  EXPECT_EQ(o.get_int("gpt-oss.expert_count"), 8);
+  EXPECT_EQ(o.get_int("gpt-oss.expert_used_count"), 4);
+  EXPECT_EQ(o.get_int("gpt-oss.expert_feed_forward_length"), 128);
+  EXPECT_EQ(o.get_string("gpt-oss.rope.scaling.type"), "yarn");
+  EXPECT_EQ(type_of(o, "blk.1.ffn_up_exps.weight"), DType::kMXFP4);
+  EXPECT_EQ(type_of(o, "blk.1.attn_k.weight"), DType::kQ8_0);
+  EXPECT_EQ(type_of(o, "blk.1.ffn_gate_inp.weight"), DType::kF32);
+  EXPECT_EQ(o.find_tensor("blk.0.ffn_down_exps.weight")->shape, (std::vector<int64_t>{128, 256, 8}));
+
+  // keel's loader runs a generated gemma2 end to end.
+  const std::string tokens = temp_dir() + "/make_model_g2_tokens.txt";
+  {
+    std::ofstream out(tokens);
+    for (int id : {72, 101, 108, 108, 111}) out << id << "\n";
+  }
+  const std::string model = make("gemma2-run", "--arch gemma2 --type q8_0 --vocab-size 320");
+  const Outcome r = keel("eval -m " + model + " --tokens " + tokens + " -o " + temp_dir() + "/g2.f32 -t 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(file_bytes(temp_dir() + "/g2.f32").size(), 5u * 320u * 4u);
+}
+
 TEST(MakeModel, BadOptionsExitWithUsageErrors) {
   const std::string out = temp_dir() + "/bad.gguf";
   EXPECT_EQ(keel("make-model -o " + out + " --type q3_k").exit_code, 2);
@@ -230,6 +270,14 @@ TEST(MakeModel, BadOptionsExitWithUsageErrors) {
   EXPECT_EQ(keel("make-model -o " + out + " --seed minus-one").exit_code, 2);
   EXPECT_EQ(keel("make-model --type f32").exit_code, 2);  // no -o
   EXPECT_EQ(keel("make-model -o " + out + " --vocab /nonexistent.gguf").exit_code, 2);
+  // Options that make no sense for the architecture or shape are usage errors too.
+  for (const char* args : {"--rope-dims 7", "--arch gemma3 --rope-dims 128", "--sliding-window 8",
+                           "--arch qwen3 --type mxfp4", "--arch gemma2 --experts 4", "--kv-heads 3",
+                           "--arch gemma2 --preset 1b", "--vocab-size 10", "--layers 0"}) {
+    const Outcome bad = keel("make-model -o " + out + " " + args);
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.output;
+  }
+  EXPECT_NE(keel("make-model -o " + out + " --rope-dims 7").output.find("--rope-dims"), std::string::npos);
   // A vocab file that is not a GGUF: a clear runtime error (exit 1), no file written.
   const Outcome r = keel("make-model -o " + out + " --vocab " + shared_dir() + "/DESIGN.md");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -238,6 +286,8 @@ TEST(MakeModel, BadOptionsExitWithUsageErrors) {
   const Outcome help = keel("make-model --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("q4_k_m"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("gpt-oss"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--sliding-window"), std::string::npos) << help.output;
 }
 
 }  // namespace
