@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/kv_type_option.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
@@ -59,15 +60,6 @@ std::vector<int32_t> read_ids(const std::string& path) {
   return ids;
 }
 
-tensor::DType kv_type(const std::string& name, const char* flag) {
-  auto t = tensor::dtype_from_name(name);
-  if (!t) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(flag) + ": unknown KV cache type '" + name + "'");
-  }
-  return *t;
-}
-
 // Mean negative log-likelihood of token i+1 under the logits of position i, exponentiated.
 double perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids,
                   int64_t n_vocab) {
@@ -101,8 +93,8 @@ int run_eval(const EvalOptions& o) {
   }
   const int64_t n = static_cast<int64_t>(ids.size());
   kv::KvOptions kvo;
-  kvo.k_type = kv_type(o.cache_type_k, "-ctk");
-  kvo.v_type = kv_type(o.cache_type_v, "-ctv");
+  kvo.k_type = parse_kv_type(o.cache_type_k, "-ctk");
+  kvo.v_type = parse_kv_type(o.cache_type_v, "-ctv");
   kvo.max_tokens = ((n + kvo.page_tokens - 1) / kvo.page_tokens + 1) * kvo.page_tokens;
   kvo.max_sequences = 1;
   kv::KvCache cache(m.kv_layout(), kvo);

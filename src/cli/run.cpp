@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/kv_type_option.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/model_backend.h"
@@ -36,12 +37,6 @@ struct RunOptions {
   bool parse_special = false;
   bool ignore_eos = false;
 };
-
-tensor::DType parse_kv_type(const std::string& name, const char* flag) {
-  auto t = tensor::dtype_from_name(name);
-  if (!t) throw Error(ErrorCode::kInvalidArgument, std::string(flag) + ": unknown type '" + name + "'");
-  return *t;
-}
 
 int run_generate(const RunOptions& o) {
   using Clock = std::chrono::steady_clock;

@@ -16,6 +16,7 @@
 
 #include "chat/template.h"
 #include "cli/command.h"
+#include "cli/kv_type_option.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/model_backend.h"
@@ -52,12 +53,6 @@ struct ServeOptions {
   bool kv_check = false;  // start-up quality check of a quantized KV cache (sweep/kv_check.h)
 };
 
-tensor::DType kv_type(const std::string& name, const char* flag) {
-  auto t = tensor::dtype_from_name(name);
-  if (!t) throw Error(ErrorCode::kInvalidArgument, std::string(flag) + ": unknown KV type '" + name + "'");
-  return *t;
-}
-
 engine::LoadOptions load_options(const ServeOptions& o) {
   engine::LoadOptions load;
   load.model_path = o.model;
@@ -70,8 +65,8 @@ engine::LoadOptions load_options(const ServeOptions& o) {
   load.engine.flash_attention = o.flash_attn == "on";
   load.engine.threads = o.threads;
   load.engine.check_kv = o.check_kv;
-  load.k_type = kv_type(o.cache_type_k, "--cache-type-k");
-  load.v_type = kv_type(o.cache_type_v, "--cache-type-v");
+  load.k_type = parse_kv_type(o.cache_type_k, "--cache-type-k");
+  load.v_type = parse_kv_type(o.cache_type_v, "--cache-type-v");
   if (!o.mem_limit.empty()) load.mem_limit_bytes = engine::parse_byte_size(o.mem_limit);
   return load;
 }
