@@ -28,6 +28,12 @@ class ScriptedSource : public EventSource {
     return e;
   }
   void cancel() override {
+    {
+      // Like the engine: cancelling a request that already finished changes nothing (the
+      // server drops every handle when its response ends).
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (finished_) return;
+    }
     cancelled_.store(true);
     // Like the engine: a cancelled request ends with exactly one Finish(kCancelled).
     push(finish(engine::FinishReason::kCancelled));
