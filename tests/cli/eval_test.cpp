@@ -11,26 +11,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/command.h"
 #include "support/paths.h"
 
 namespace keel::test {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string err;
-};
+using Result = CommandResult;
 
-Result run(const std::string& args) {
-  const std::string err_path = temp_dir() + "/eval_stderr.txt";
-  const std::string cmd = std::string(KEEL_BIN) + " eval " + args + " 2> " + err_path;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  return r;
-}
+Result run(const std::string& args) { return run_command(std::string(KEEL_BIN) + " eval " + args); }
 
 std::vector<float> read_f32(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
