@@ -66,6 +66,12 @@ inline float exp_defined(float x) {
 
 #if defined(__x86_64__)
 
+// GCC 12 reports its own _mm512_undefined_* inside the conversion intrinsics as
+// maybe-uninitialized (a false positive about the header, not this code).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 __attribute__((target("avx512f"))) inline __m512 exp_defined_x16(__m512 x) {
   using namespace exp_detail;
   const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kLo)), _mm512_set1_ps(kHi));
@@ -115,6 +121,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_defined_x8(__m256 x) {
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   return _mm256_blendv_ps(res, x, nan);
 }
+
+#pragma GCC diagnostic pop
 
 #endif  // __x86_64__
 
