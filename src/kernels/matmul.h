@@ -6,7 +6,7 @@
 //
 // matmul(): y[r][o] = dot(W row o, x[r]) for r < n_rows, o < n_out.
 //   x: [n_rows][n_in] f32, y: [n_rows][n_out] f32 (must not alias x).
-// Block-quantized types with an integer path (q4_0, q8_0, q4_K, q6_K) quantize x per row to
+// Block-quantized types with an integer path (q4_0, q8_0, q4_K, q5_K, q6_K) quantize x per row to
 // 8 bits and use integer dot products (kernels/qmatmul.h; kernels/matmul_path.h selects);
 // the others, and MatmulPath::kReference, take the f32 reference below.
 // Batch invariance: each weight row is dequantized (tensor::dequantize_row, the scalar

@@ -1,5 +1,5 @@
 // Integer matmul of block-quantized weights by 8-bit quantized activations — the fast path
-// behind kernels::matmul (matmul.h) for q4_0, q8_0, q4_K and q6_K weights.
+// behind kernels::matmul (matmul.h) for q4_0, q8_0, q4_K, q5_K and q6_K weights.
 //
 // The arithmetic per output element y[r][o] is defined once, here, and every
 // implementation (scalar twin, AVX2, AVX-512 VNNI) performs exactly it, so they agree
@@ -7,7 +7,8 @@
 //   for each weight block b, ascending:
 //     isum  = exact integer dot of the block's quants with the activation quants
 //     q4_0 / q8_0:  acc = fma(dw_b * dx_b, float(isum), acc)
-//     q4_K:         A = sum_j sc_j * isum_j,  B = sum_j m_j * xsum32_j   (exact ints)
+//     q4_K, q5_K:   A = sum_j sc_j * isum_j,  B = sum_j m_j * xsum32_j   (exact ints;
+//                   q5_K's quants are 5-bit: nibble | fifth bit << 4)
 //                   acc = fma(d_b * dx_b, float(A), acc); acc = fma(-(dmin_b * dx_b), float(B), acc)
 //     q6_K:         A = sum_j sc_j * (isum16_j - 32 * xsum16_j)
 //                   acc = fma(d_b * dx_b, float(A), acc)

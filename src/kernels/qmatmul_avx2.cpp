@@ -107,24 +107,56 @@ void legacy_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, _
   }
 }
 
-template <int R>
-void q4_k_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R]) {
+// Bit s of every byte of v moved to bit 4 (other bits: garbage, masked by the caller).
+template <int S>
+inline __m256i bit_to_4(__m256i v) {
+  if constexpr (S < 4) return _mm256_slli_epi16(v, 4 - S);
+  if constexpr (S == 4) return v;
+  if constexpr (S > 4) return _mm256_srli_epi16(v, S - 4);
+}
+
+// q | (bit S of hv) << 4: the fifth bit of a q5_K quant.
+template <int S>
+inline __m256i with_bit4(__m256i q, __m256i hv) {
+  return _mm256_or_si256(q, _mm256_and_si256(bit_to_4<S>(hv), _mm256_set1_epi8(0x10)));
+}
+
+// q4_K, and q5_K (kFive) whose nibbles sit where q4_K's do, fifth bits behind them.
+template <int R, bool kFive, int C>
+inline void k4_pair(const uint8_t* blk, const int8_t* const (&xb)[R], int half, __m256i (&lo)[R], __m256i (&hi)[R]) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int k = 0; k < 8; ++k) {
+    const __m256i v = load256(blk + 320 + 64 * (8 * C + k) + 32 * half);
+    __m256i l = _mm256_and_si256(v, m4), h = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if constexpr (kFive) {
+      const __m256i hv = load256(blk + 2368 + 64 * k + 32 * half);
+      l = with_bit4<2 * C>(l, hv);
+      h = with_bit4<2 * C + 1>(h, hv);
+    }
+    for (int r = 0; r < R; ++r) {
+      lo[r] = dot_u6(lo[r], l, bcast4(xb[r] + 64 * C + 4 * k));
+      hi[r] = dot_u6(hi[r], h, bcast4(xb[r] + 64 * C + 32 + 4 * k));
+    }
+  }
+}
+
+template <int R, bool kFive>
+void k4_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R]) {
+  constexpr size_t kBlockBytes = kFive ? 2880 : 2368;
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = panel + b * 2368;
+    const uint8_t* blk = panel + b * kBlockBytes;
+    const int8_t* xb[R];
+    for (int r = 0; r < R; ++r) xb[r] = p.x[r] + 256 * b;
     __m256i A[R], B[R];
     for (int r = 0; r < R; ++r) A[r] = B[r] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       __m256i lo[R], hi[R];
       for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {
-        const __m256i v = load256(blk + 320 + 64 * (8 * c + k) + 32 * half);
-        const __m256i l = _mm256_and_si256(v, m4), h = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        for (int r = 0; r < R; ++r) {
-          const int8_t* xb = p.x[r] + 256 * b + 64 * c + 4 * k;
-          lo[r] = dot_u6(lo[r], l, bcast4(xb));
-          hi[r] = dot_u6(hi[r], h, bcast4(xb + 32));
-        }
+      switch (c) {
+        case 0: k4_pair<R, kFive, 0>(blk, xb, half, lo, hi); break;
+        case 1: k4_pair<R, kFive, 1>(blk, xb, half, lo, hi); break;
+        case 2: k4_pair<R, kFive, 2>(blk, xb, half, lo, hi); break;
+        default: k4_pair<R, kFive, 3>(blk, xb, half, lo, hi); break;
       }
       const __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 64 + 32 * c + 8 * half)));
       const __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 80 + 32 * c + 8 * half)));
@@ -185,7 +217,8 @@ void q6_k_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m
 
 template <int R> struct Q8_0K { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { legacy_half<R, false>(pn, nb, p, h, acc); } };
 template <int R> struct Q4_0K { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { legacy_half<R, true>(pn, nb, p, h, acc); } };
-template <int R> struct Q4_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { q4_k_half<R>(pn, nb, p, h, acc); } };
+template <int R> struct Q4_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { k4_half<R, false>(pn, nb, p, h, acc); } };
+template <int R> struct Q5_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { k4_half<R, true>(pn, nb, p, h, acc); } };
 template <int R> struct Q6_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { q6_k_half<R>(pn, nb, p, h, acc); } };
 
 template <template <int> class K, int R>
@@ -219,6 +252,7 @@ PanelFn panel_kernel_avx2(tensor::DType type) {
     case tensor::DType::kQ8_0: return tiled<Q8_0K>;
     case tensor::DType::kQ4_0: return tiled<Q4_0K>;
     case tensor::DType::kQ4_K: return tiled<Q4_KK>;
+    case tensor::DType::kQ5_K: return tiled<Q5_KK>;
     case tensor::DType::kQ6_K: return tiled<Q6_KK>;
     default: return nullptr;
   }

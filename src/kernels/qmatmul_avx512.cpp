@@ -100,29 +100,61 @@ void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0,
   store_rows<R>(acc, y, r0, ldy, n_valid);
 }
 
-template <int R>
-void q4_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
-               int64_t ldy, int n_valid) {
-  const RowPtrs<R> p(a, r0);
+// Bit s of every byte of v moved to bit 4 (other bits: garbage, masked by the caller).
+template <int S>
+inline __m512i bit_to_4(__m512i v) {
+  if constexpr (S < 4) return _mm512_slli_epi16(v, 4 - S);
+  if constexpr (S == 4) return v;
+  if constexpr (S > 4) return _mm512_srli_epi16(v, S - 4);
+}
+
+// q | (bit S of hv) << 4: the fifth bit of a q5_K quant (vpternlogd: A | (B & C)).
+template <int S>
+inline __m512i with_bit4(__m512i q, __m512i hv) {
+  return _mm512_ternarylogic_epi32(q, bit_to_4<S>(hv), _mm512_set1_epi8(0x10), 0xF8);
+}
+
+// q4_K, and q5_K (kFive) whose nibbles sit where q4_K's do, fifth bits behind them.
+template <int R, bool kFive, int C>
+inline void k4_pair(const uint8_t* blk, const int8_t* const (&xb)[R], __m512i (&lo)[R], __m512i (&hi)[R]) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int k = 0; k < 8; ++k) {
+    const __m512i v = load512(blk + 320 + 64 * (8 * C + k));
+    __m512i l = _mm512_and_si512(v, m4);
+    __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    if constexpr (kFive) {
+      const __m512i hv = load512(blk + 2368 + 64 * k);
+      l = with_bit4<2 * C>(l, hv);
+      h = with_bit4<2 * C + 1>(h, hv);
+    }
+    for (int r = 0; r < R; ++r) {
+      lo[r] = _mm512_dpbusd_epi32(lo[r], l, bcast4(xb[r] + 64 * C + 4 * k));
+      hi[r] = _mm512_dpbusd_epi32(hi[r], h, bcast4(xb[r] + 64 * C + 32 + 4 * k));
+    }
+  }
+}
+
+template <int R, bool kFive>
+void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
+             int64_t ldy, int n_valid) {
+  const RowPtrs<R> p(a, r0);
+  constexpr size_t kBlockBytes = kFive ? 2880 : 2368;
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = panel + b * 2368;
+    const uint8_t* blk = panel + b * kBlockBytes;
+    const int8_t* xb[R];
+    for (int r = 0; r < R; ++r) xb[r] = p.x[r] + 256 * b;
     __m512i A[R], B[R];
     for (int r = 0; r < R; ++r) A[r] = B[r] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       __m512i lo[R], hi[R];
       for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k) {
-        const __m512i v = load512(blk + 320 + 64 * (8 * c + k));
-        const __m512i l = _mm512_and_si512(v, m4);
-        const __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        for (int r = 0; r < R; ++r) {
-          const int8_t* xb = p.x[r] + 256 * b + 64 * c + 4 * k;
-          lo[r] = _mm512_dpbusd_epi32(lo[r], l, bcast4(xb));
-          hi[r] = _mm512_dpbusd_epi32(hi[r], h, bcast4(xb + 32));
-        }
+      switch (c) {
+        case 0: k4_pair<R, kFive, 0>(blk, xb, lo, hi); break;
+        case 1: k4_pair<R, kFive, 1>(blk, xb, lo, hi); break;
+        case 2: k4_pair<R, kFive, 2>(blk, xb, lo, hi); break;
+        default: k4_pair<R, kFive, 3>(blk, xb, lo, hi); break;
       }
       const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 32 * c)));
       const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 80 + 32 * c)));
@@ -205,7 +237,8 @@ void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64
 
 template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
 template <int R> struct Q4_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q4_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q5_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, true>(p, nb, a, r0, y, ldy, n); } };
 template <int R> struct Q6_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q6_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
 
 }  // namespace
@@ -216,6 +249,7 @@ PanelFn panel_kernel_avx512(tensor::DType type) {
     case tensor::DType::kQ8_0: return tiled<Q8_0K, kTileWide>;
     case tensor::DType::kQ4_0: return tiled<Q4_0K, kTileWide>;
     case tensor::DType::kQ4_K: return tiled<Q4_KK, kTileNarrow>;
+    case tensor::DType::kQ5_K: return tiled<Q5_KK, kTileNarrow>;
     case tensor::DType::kQ6_K: return tiled<Q6_KK, kTileWide>;
     default: return nullptr;
   }

@@ -14,6 +14,7 @@ namespace {
 
 using tensor::BlockQ4_0;
 using tensor::BlockQ4_K;
+using tensor::BlockQ5_K;
 using tensor::BlockQ6_K;
 using tensor::BlockQ8_0;
 using tensor::DType;
@@ -22,6 +23,7 @@ constexpr Format kFormats[] = {
     {DType::kQ8_0, ActFormat::kQ8x32, 32, sizeof(BlockQ8_0), 544},
     {DType::kQ4_0, ActFormat::kQ8x32, 32, sizeof(BlockQ4_0), 288},
     {DType::kQ4_K, ActFormat::kQ8x256, 256, sizeof(BlockQ4_K), 2368},
+    {DType::kQ5_K, ActFormat::kQ8x256, 256, sizeof(BlockQ5_K), 2880},
     {DType::kQ6_K, ActFormat::kQ8x256, 256, sizeof(BlockQ6_K), 3360},
 };
 
@@ -55,13 +57,15 @@ float dot_q4_0(const uint8_t* w, const ActRows& a, int64_t r) {
   return acc;
 }
 
-float dot_q4_k(const uint8_t* w, const ActRows& a, int64_t r) {
+// q4_K and q5_K (kFive: the fifth bit of sub-block j, element l is bit j of qh[l]).
+template <typename Block, bool kFive>
+float dot_k4_family(const uint8_t* w, const ActRows& a, int64_t r) {
   const int8_t* x = a.row_qs(r);
   const float* dx = a.row_d(r);
   const int16_t* s32 = a.row_sum32(r);
   float acc = 0.0f;
   for (int64_t b = 0; b < a.n_in / 256; ++b) {
-    const auto blk = load_block<BlockQ4_K>(w + b * sizeof(BlockQ4_K));
+    const auto blk = load_block<Block>(w + b * sizeof(Block));
     const int8_t* xb = x + 256 * b;
     int32_t A = 0, B = 0;
     for (int j = 0; j < 8; ++j) {
@@ -69,7 +73,11 @@ float dot_q4_k(const uint8_t* w, const ActRows& a, int64_t r) {
       tensor::unpack_scale_min_k4(j, blk.scales, &sc, &m);
       const int c = j / 2, shift = 4 * (j % 2);
       int32_t isum = 0;
-      for (int l = 0; l < 32; ++l) isum += ((blk.qs[32 * c + l] >> shift) & 15) * xb[32 * j + l];
+      for (int l = 0; l < 32; ++l) {
+        int q = (blk.qs[32 * c + l] >> shift) & 15;
+        if constexpr (kFive) q |= ((blk.qh[l] >> j) & 1) << 4;
+        isum += q * xb[32 * j + l];
+      }
       A += sc * isum;
       B += m * s32[8 * b + j];
     }
@@ -136,7 +144,8 @@ float twin_dot(tensor::DType type, const uint8_t* w_row, const ActRows& a, int64
   switch (type) {
     case DType::kQ8_0: return dot_q8_0(w_row, a, r);
     case DType::kQ4_0: return dot_q4_0(w_row, a, r);
-    case DType::kQ4_K: return dot_q4_k(w_row, a, r);
+    case DType::kQ4_K: return dot_k4_family<BlockQ4_K, false>(w_row, a, r);
+    case DType::kQ5_K: return dot_k4_family<BlockQ5_K, true>(w_row, a, r);
     case DType::kQ6_K: return dot_q6_k(w_row, a, r);
     default:
       throw Error(ErrorCode::kUnsupported,

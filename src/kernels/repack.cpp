@@ -15,6 +15,7 @@ namespace {
 
 using tensor::BlockQ4_0;
 using tensor::BlockQ4_K;
+using tensor::BlockQ5_K;
 using tensor::BlockQ6_K;
 using tensor::BlockQ8_0;
 
@@ -46,14 +47,18 @@ void pack_q4_0(const uint8_t* const rows[kPanelRows], uint8_t* dst) {
   }
 }
 
-void pack_q4_k(const uint8_t* const rows[kPanelRows], uint8_t* dst) {
-  std::memset(dst, 0, 2368);
+// q4_K, and q5_K (kFive): the q4_K part, then q5_K's high bits behind it.
+template <typename Block, bool kFive>
+void pack_k4_family(const uint8_t* const rows[kPanelRows], uint8_t* dst) {
+  constexpr size_t kBytes = kFive ? 2880 : 2368;
+  std::memset(dst, 0, kBytes);
   uint8_t* sc = dst + 64;
   uint8_t* mn = dst + 192;
   uint8_t* qs = dst + 320;
+  uint8_t* qh = dst + 2368;
   for (int r = 0; r < kPanelRows; ++r) {
     if (!rows[r]) continue;
-    const auto b = load_block<BlockQ4_K>(rows[r]);
+    const auto b = load_block<Block>(rows[r]);
     put_f16(dst, r, b.d);
     put_f16(dst + 32, r, b.dmin);
     for (int j = 0; j < 8; ++j) {
@@ -64,6 +69,9 @@ void pack_q4_k(const uint8_t* const rows[kPanelRows], uint8_t* dst) {
     }
     for (int c = 0; c < 4; ++c) {
       for (int k = 0; k < 8; ++k) std::memcpy(qs + 64 * (8 * c + k) + 4 * r, b.qs + 32 * c + 4 * k, 4);
+    }
+    if constexpr (kFive) {
+      for (int k = 0; k < 8; ++k) std::memcpy(qh + 64 * k + 4 * r, b.qh + 4 * k, 4);
     }
   }
 }
@@ -105,7 +113,8 @@ void pack_block(tensor::DType type, const uint8_t* const rows[kPanelRows], uint8
   switch (type) {
     case tensor::DType::kQ8_0: return pack_q8_0(rows, dst);
     case tensor::DType::kQ4_0: return pack_q4_0(rows, dst);
-    case tensor::DType::kQ4_K: return pack_q4_k(rows, dst);
+    case tensor::DType::kQ4_K: return pack_k4_family<BlockQ4_K, false>(rows, dst);
+    case tensor::DType::kQ5_K: return pack_k4_family<BlockQ5_K, true>(rows, dst);
     case tensor::DType::kQ6_K: return pack_q6_k(rows, dst);
     default:
       throw Error(ErrorCode::kUnsupported,

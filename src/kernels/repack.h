@@ -9,6 +9,9 @@
 //   q4_K (2368 B): d[16] f16 | dmin[16] f16 | sc[8][16] u8 | m[4][16][2] u8 (pairs 2k, 2k+1)
 //                  | for c < 4, k < 8: [row][4 bytes] = qs[32c + 4k + i]
 //                  (low nibble: sub-block 2c, element 4k + i; high: sub-block 2c + 1)
+//   q5_K (2880 B): the q4_K layout (2368 B: nibbles in the same places) followed by
+//                  for k < 8: [row][4 bytes] = qh[4k + i] (bit j = fifth bit of sub-block j,
+//                  element 4k + i); one 64-byte vector per k serves all 8 sub-blocks
 //   q6_K (3360 B): d[16] f16 | sc[16][16] i8 | for sub-block j < 16 (elements 16j + 4g + i):
 //                  A [row][4]: low nibble q(g=0), high nibble q(g=1) (low 4 bits)
 //                  B [row][4]: low nibble q(g=2), high nibble q(g=3)

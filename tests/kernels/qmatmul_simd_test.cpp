@@ -55,7 +55,7 @@ std::vector<uint8_t> hostile(DType type, int64_t n_in, int64_t n_out, uint32_t s
       put(208);
     } else {
       put(0);
-      if (type == DType::kQ4_K) put(2);
+      if (type == DType::kQ4_K || type == DType::kQ5_K) put(2);
     }
   }
   return out;
@@ -218,6 +218,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, IntegerPath,
                          ::testing::Values(Case{DType::kQ8_0, 96}, Case{DType::kQ8_0, 32 * 7},
                                            Case{DType::kQ4_0, 96}, Case{DType::kQ4_0, 32 * 9},
                                            Case{DType::kQ4_K, 256}, Case{DType::kQ4_K, 256 * 3},
+                                           Case{DType::kQ5_K, 256}, Case{DType::kQ5_K, 256 * 3},
                                            Case{DType::kQ6_K, 256}, Case{DType::kQ6_K, 256 * 3}),
                          [](const auto& info) {
                            return std::string(tensor::dtype_name(info.param.type)) + "_" +

@@ -1,0 +1,90 @@
+// Integer-path matmul micro-benchmarks (kernels/qmatmul.h) at TinyLlama-1.1B shapes:
+// decode (1 activation row) with the weights hot in L3 or cold (cycling through copies
+// larger than the last-level cache, as a whole model's decode step does), and prefill.
+// Counters: packed weight GB/s read (compare decode-cold with `keel bench --roofline`'s read
+// bandwidth) and int8 GOPS (compare prefill with the vpdpbusd peak). Benchmarks only: the
+// correctness of these paths is tests/kernels/qmatmul_*_test.cpp's job.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/repack.h"
+#include "tensor/types.h"
+
+namespace {
+
+using keel::tensor::DType;
+
+constexpr size_t kColdBytes = size_t(96) << 20;  // 3x this machine's 32 MiB L3
+
+struct Copy {
+  std::vector<uint8_t> data;
+  keel::kernels::WeightMatrix w;
+};
+
+struct Weights {
+  std::vector<std::unique_ptr<Copy>> copies;
+  size_t packed_bytes = 0;  // of one copy
+  Weights(DType type, int64_t n_in, int64_t n_out, bool cold, keel::ThreadPool* pool) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 0.5f);
+    const size_t rb = keel::tensor::row_bytes(type, n_in);
+    std::vector<float> row(n_in);
+    do {
+      auto c = std::make_unique<Copy>();
+      c->data.resize(rb * n_out);
+      for (int64_t o = 0; o < n_out; ++o) {
+        for (auto& v : row) v = nd(rng);
+        keel::tensor::quantize_row(type, row.data(), c->data.data() + o * rb, n_in);
+      }
+      c->w = keel::kernels::WeightMatrix::packed(type, c->data.data(), n_in, n_out);
+      packed_bytes = c->w.pack->get(c->w, pool).bytes();
+      copies.push_back(std::move(c));
+    } while (cold && copies.size() * packed_bytes < kColdBytes);
+  }
+};
+
+// args: type, n_in, n_out, n_rows, threads, cold
+void BM_QMatmul(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t n_in = state.range(1), n_out = state.range(2), n_rows = state.range(3);
+  const bool cold = state.range(5) != 0;
+  keel::ThreadPool pool(static_cast<int>(state.range(4)));
+  Weights w(type, n_in, n_out, cold, &pool);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(n_in * n_rows), y(n_out * n_rows);
+  for (auto& v : x) v = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    keel::kernels::matmul(w.copies[next]->w, x.data(), n_rows, y.data(), &pool);
+    next = (next + 1) % w.copies.size();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(std::string(keel::tensor::dtype_name(type)) + (cold ? " cold" : ""));
+  state.counters["weight_GBps"] =
+      benchmark::Counter(double(w.packed_bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOPS"] =
+      benchmark::Counter(2.0 * n_in * n_out * n_rows / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (int threads : {1, 2}) {
+      for (int cold : {0, 1}) {
+        b->Args({int64_t(t), 2048, 5632, 1, threads, cold});
+        b->Args({int64_t(t), 5632, 2048, 1, threads, cold});
+      }
+      b->Args({int64_t(t), 2048, 5632, 64, threads, 0});
+      b->Args({int64_t(t), 2048, 5632, 512, threads, 0});
+    }
+  }
+}
+
+BENCHMARK(BM_QMatmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
