@@ -1,9 +1,16 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <climits>
 
-#include "core/error.h"
 #include "core/fault.h"
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -13,18 +20,51 @@
 #endif
 
 namespace keel {
+namespace {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+// Sleeps while *word == expected (spurious returns allowed: callers re-check).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+#else
+  word.wait(expected);
+#endif
+}
+
+void futex_wake_all(std::atomic<uint32_t>& word) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+#else
+  word.notify_all();
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Spins until done() or spin_ns have passed; returns done()'s last value. The clock is read
+// every 64 pauses only (a pause is tens of cycles, a clock read more).
+template <typename Done>
+bool spin_until(Done done, int64_t spin_ns) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::nanoseconds(spin_ns);
+  for (uint32_t i = 1;; ++i) {
+    if (done()) return true;
+    KEEL_CPU_RELAX();
+    if (i % 64 == 0 && Clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, const ThreadPoolOptions& options)
+    : n_threads_(std::max(1, n_threads)), spin_ns_(std::max(0, options.spin_us) * int64_t{1000}) {
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-    generation_atomic_.fetch_add(1);
-  }
-  wake_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  job_seq_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(job_seq_);
   for (auto& t : workers_) t.join();
 }
 
@@ -33,78 +73,99 @@ int ThreadPool::default_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-void ThreadPool::run_chunks() {
+void ThreadPool::run_chunks(Job& job) {
   for (;;) {
-    int64_t begin = next_.fetch_add(grain_);
-    if (begin >= n_) break;
-    int64_t end = std::min(n_, begin + grain_);
+    const int64_t begin = job.next.fetch_add(job.grain, std::memory_order_relaxed);
+    if (begin >= job.n) return;
     try {
-      (*fn_)(begin, end);
+      (*job.fn)(begin, std::min(job.n, begin + job.grain));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
+      if (!job.error) job.error = std::current_exception();
+    }
+    // The chunk's writes are released here; the owner acquires them from pending/done.
+    if (job.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      job.done.store(1, std::memory_order_seq_cst);
+      if (job.owner_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(job.done);
     }
   }
 }
 
-void ThreadPool::worker_loop(int /*index*/) {
-  uint64_t seen = 0;
+void ThreadPool::wait_for_job(uint32_t seen) {
+  auto changed = [&] { return job_seq_.load(std::memory_order_acquire) != seen; };
+  if (spin_until(changed, spin_ns_)) return;
+  // Announce the sleep before the last check; the owner wakes only if it sees a sleeper
+  // (both sides seq_cst, so one of them sees the other).
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  while (job_seq_.load(std::memory_order_seq_cst) == seen) futex_wait(job_seq_, seen);
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ThreadPool::wait_for_chunks(Job& job) {
+  auto finished = [&] { return job.pending.load(std::memory_order_acquire) == 0; };
+  if (spin_until(finished, spin_ns_)) return;
+  job.owner_sleeping.store(true, std::memory_order_seq_cst);
+  while (job.done.load(std::memory_order_seq_cst) == 0) futex_wait(job.done, 0);
+  job.owner_sleeping.store(false, std::memory_order_relaxed);
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
   for (;;) {
-    // Spin briefly: decode issues many small jobs back to back, and a futex wake-up
-    // costs more than the job.
-    for (int spin = 0; spin < 20000 && generation_atomic_.load(std::memory_order_acquire) == seen;
-         ++spin) {
-      KEEL_CPU_RELAX();
-    }
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-    }
-    run_chunks();
-    if (active_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_cv_.notify_all();
-    }
+    wait_for_job(seen);
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = job_seq_.load(std::memory_order_acquire);
+    Job& job = jobs_[seen % 2];
+    // Check in, then look: the owner reuses a slot's fields only with nobody checked in,
+    // so a job seen open stays intact until check-out (it may be a later job of the same
+    // slot than `seen`; running its chunks is just as right).
+    job.checked_in.fetch_add(1, std::memory_order_seq_cst);
+    if (job.open.load(std::memory_order_seq_cst)) run_chunks(job);
+    job.checked_in.fetch_sub(1, std::memory_order_release);
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
+void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn, const JobOptions& options) {
   // Every kernel of a forward pass comes through here: the fault-injection point that
   // lands "inside forward" (after some KV rows are written, before the commit).
-  fault_point("kernel");
+  if (options.fault_point) fault_point("kernel");
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (workers_.empty() || n <= grain) {
-    for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
+    std::exception_ptr first;  // as on the pool: every chunk runs, the first error wins
+    for (int64_t b = 0; b < n; b += grain) {
+      try {
+        fn(b, std::min(n, b + grain));
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
     return;
   }
-  fn_ = &fn;
-  n_ = n;
-  grain_ = grain;
-  next_.store(0);
-  error_ = nullptr;
-  active_workers_.store(static_cast<int>(workers_.size()));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++generation_;
-    generation_atomic_.store(generation_, std::memory_order_release);
-  }
-  wake_.notify_all();
-  run_chunks();
-  // Wait for the workers to leave run_chunks (they may still hold fn_).
-  for (int spin = 0; spin < 200000 && active_workers_.load(std::memory_order_acquire) > 0; ++spin) {
-    KEEL_CPU_RELAX();
-  }
-  if (active_workers_.load(std::memory_order_acquire) > 0) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [&] { return active_workers_.load() == 0; });
-  }
-  fn_ = nullptr;
-  if (error_) {
-    std::exception_ptr e = error_;
-    error_ = nullptr;
+  // Jobs alternate between two slots, so a worker still checking in on the previous job
+  // (descheduled in between) never holds this one up; the slot's last use is two jobs
+  // back, and its stragglers left long ago in all but pathological schedules.
+  Job& job = jobs_[(job_seq_.load(std::memory_order_relaxed) + 1) % 2];
+  while (job.checked_in.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  job.fn = &fn;
+  job.n = n;
+  job.grain = grain;
+  job.next.store(0, std::memory_order_relaxed);
+  job.pending.store((n + grain - 1) / grain, std::memory_order_relaxed);
+  job.done.store(0, std::memory_order_relaxed);
+  job.error = nullptr;
+  job.open.store(true, std::memory_order_seq_cst);  // releases the fields above
+  job_seq_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(job_seq_);
+
+  run_chunks(job);
+  wait_for_chunks(job);
+  // Workers checking in from now on see the job closed and leave without touching it.
+  job.open.store(false, std::memory_order_seq_cst);
+  if (job.error) {
+    std::exception_ptr e = std::move(job.error);
+    job.error = nullptr;
     std::rethrow_exception(e);
   }
 }

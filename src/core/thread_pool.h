@@ -1,62 +1,92 @@
 // ThreadPool — a persistent pool of worker threads that the engine thread drives for
-// kernels. No threads are created per operation.
+// kernels. No threads are created per operation and nothing is allocated per job.
 //
 // Contract: parallel_for() is called from one thread at a time (the owner); it splits
-// [0, n) into chunks handed out dynamically, runs fn(begin, end) on the workers and on the
-// calling thread, and returns when all chunks are done. Which thread runs a chunk must not
-// change results: kernels give each output element to exactly one chunk. An exception
-// thrown by fn is captured and the first one rethrown on the caller after all chunks end.
+// [0, n) into chunks of `grain` items handed out dynamically, runs fn(begin, end) on the
+// workers and on the calling thread, and returns when all chunks are done. Which thread
+// runs a chunk must not change results: kernels give each output element to exactly one
+// chunk. An exception thrown by fn is captured, the remaining chunks still run, and the
+// first exception is rethrown on the caller after all chunks end.
+//
+// Hand-off (decode issues ~10^3 small jobs per token, so this is the hot path): a job is
+// published by bumping a sequence number the idle workers watch; they spin on it for a
+// bounded time (ThreadPoolOptions::spin_us), then sleep on a futex, and are woken only if
+// some worker is asleep. The caller takes chunks like any worker, so a worker that is slow
+// to wake (descheduled on a busy machine) delays nothing unless it already took a chunk.
+// No mutex on the hot path; a mutex is taken only to record an exception.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/function_ref.h"
+
 namespace keel {
+
+struct ThreadPoolOptions {
+  // How long an idle worker (and a caller waiting for the last chunk) spins before it
+  // sleeps. Longer: cheaper back-to-back jobs; shorter: less CPU burnt between bursts.
+  int spin_us = 200;
+};
 
 class ThreadPool {
  public:
   // n_threads counts the calling thread: ThreadPool(1) runs everything inline.
-  explicit ThreadPool(int n_threads);
+  explicit ThreadPool(int n_threads, const ThreadPoolOptions& options = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
 
-  using RangeFn = std::function<void(int64_t begin, int64_t end)>;
-  // Runs fn over [0, n) in chunks of at most `grain` items (grain >= 1).
-  void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
+  // Non-owning: fn must outlive the parallel_for call (a lambda argument does).
+  using RangeFn = FunctionRef<void(int64_t begin, int64_t end)>;
+  struct JobOptions {
+    // Hit fault_point("kernel") first (core/fault.h): what lets fault injection land
+    // inside a forward pass. Work outside a pass (packing at load) turns it off.
+    bool fault_point = true;
+  };
+  // Runs fn over [0, n) in chunks of at most `grain` items (grain < 1 counts as 1).
+  void parallel_for(int64_t n, int64_t grain, RangeFn fn) { parallel_for(n, grain, fn, JobOptions{}); }
+  void parallel_for(int64_t n, int64_t grain, RangeFn fn, const JobOptions& options);
 
   // Default pool sized from the machine (hardware threads), shared process-wide.
   static int default_threads();
 
  private:
-  void worker_loop(int index);
-  void run_chunks();
+  // One parallel_for's state. The owner writes the plain fields only while no worker is
+  // checked in, then opens the job; a worker checks in, then reads `open`, so a job it
+  // sees open stays intact until it checks out.
+  struct alignas(64) Job {
+    const RangeFn* fn = nullptr;
+    int64_t n = 0;
+    int64_t grain = 1;
+    std::exception_ptr error;  // the first exception, written under error_mutex_
+    std::atomic<bool> open{false};
+    std::atomic<int> checked_in{0};
+    std::atomic<bool> owner_sleeping{false};
+    std::atomic<uint32_t> done{0};                // futex word: 1 once pending reached 0
+    alignas(64) std::atomic<int64_t> next{0};     // first item of the next chunk to take
+    alignas(64) std::atomic<int64_t> pending{0};  // chunks not finished
+  };
+
+  void worker_loop();
+  void run_chunks(Job& job);  // takes and runs chunks until none are left
+  void wait_for_job(uint32_t seen);
+  void wait_for_chunks(Job& job);
 
   int n_threads_;
+  int64_t spin_ns_;
   std::vector<std::thread> workers_;
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_cv_;
-  uint64_t generation_ = 0;  // guarded by mutex_; bumped per job
-  std::atomic<uint64_t> generation_atomic_{0};
-  bool stop_ = false;
-
-  // Current job (valid while a parallel_for is in flight).
-  const RangeFn* fn_ = nullptr;
-  int64_t n_ = 0;
-  int64_t grain_ = 1;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> active_workers_{0};
-  std::exception_ptr error_;
+  alignas(64) std::atomic<uint32_t> job_seq_{0};  // bumped per job; futex word of idle workers
+  std::atomic<int> sleepers_{0};                  // workers asleep on job_seq_
+  std::atomic<bool> stop_{false};
+  Job jobs_[2];  // job k uses jobs_[k % 2]
   std::mutex error_mutex_;
 };
 

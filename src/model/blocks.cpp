@@ -16,7 +16,7 @@ Residual::Residual(const ForwardPass& fp)
       h_(x_.size()),
       y_(x_.size()) {}
 
-void Residual::add(const float* pre_norm, const float* post_norm, const Block& block) {
+void Residual::add(const float* pre_norm, const float* post_norm, Block block) {
   const int64_t n = fp_.n_rows(), d = fp_.hp().n_embd;
   const float eps = fp_.hp().norm_eps;
   kernels::rms_norm(x_.data(), pre_norm, n, d, eps, h_.data());

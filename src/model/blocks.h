@@ -7,9 +7,9 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
+#include "core/function_ref.h"
 #include "model/forward_pass.h"
 #include "model/weights.h"
 
@@ -33,9 +33,10 @@ class Residual {
  public:
   explicit Residual(const ForwardPass& fp);
   float* x() { return x_.data(); }
-  using Block = std::function<void(const float* h, float* y)>;
+  // Non-owning (no allocation per call): the block must outlive add() — a lambda argument does.
+  using Block = FunctionRef<void(const float* h, float* y)>;
   // x += post_norm(block(rms_norm(x, pre_norm))); post_norm may be null (no norm).
-  void add(const float* pre_norm, const float* post_norm, const Block& block);
+  void add(const float* pre_norm, const float* post_norm, Block block);
 
  private:
   const ForwardPass& fp_;

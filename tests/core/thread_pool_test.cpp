@@ -1,0 +1,163 @@
+// The pool's hand-off: many tiny jobs back to back (spinning and sleeping workers), chunk
+// results visible to the caller, exceptions from any thread, the fault point, and no heap
+// allocation per call.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/fault.h"
+#include "core/thread_pool.h"
+
+// Counts every allocation of this test binary, so a test can prove a code path makes none.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace keel {
+namespace {
+
+// Spin budgets that exercise both hand-offs: 0 puts every idle worker to sleep on the
+// futex between jobs, 1000 µs keeps them spinning.
+const int kSpins[] = {0, 1000};
+
+TEST(ThreadPoolHandOff, ManyTinyJobsCoverEveryItemOnce) {
+  for (int threads : {1, 2, 3}) {
+    for (int spin : kSpins) {
+      ThreadPoolOptions o;
+      o.spin_us = spin;
+      ThreadPool pool(threads, o);
+      // Plain (non-atomic) writes: the caller must see every chunk's writes on return.
+      std::vector<int> hits(97);
+      for (int job = 0; job < 3000; ++job) {
+        const int64_t n = 1 + job % 97, grain = 1 + job % 5;
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i] += 1;
+        });
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(hits[i], 1) << "threads " << threads << " spin " << spin << " job " << job << " item " << i;
+          hits[i] = 0;
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolHandOff, WorkersTakeChunks) {
+  // Chunks long enough that a waiting worker gets some: the job really is shared.
+  ThreadPoolOptions o;
+  o.spin_us = 1000;
+  ThreadPool pool(2, o);
+  std::atomic<int> on_workers{0};
+  for (int job = 0; job < 20000 && on_workers.load() == 0; ++job) {
+    const auto caller = std::this_thread::get_id();
+    pool.parallel_for(8, 1, [&](int64_t, int64_t) {
+      volatile double x = 0;
+      for (int i = 0; i < 20000; ++i) x = x + 1.0;
+      if (std::this_thread::get_id() != caller) on_workers.fetch_add(1);
+    });
+  }
+  EXPECT_GT(on_workers.load(), 0);
+}
+
+TEST(ThreadPoolHandOff, ExceptionsFromAnyThreadAreRethrownAfterAllChunks) {
+  for (int threads : {1, 2, 3}) {
+    for (int spin : kSpins) {
+      ThreadPoolOptions o;
+      o.spin_us = spin;
+      ThreadPool pool(threads, o);
+      for (int job = 0; job < 200; ++job) {
+        std::atomic<int64_t> ran{0};
+        const int64_t throw_at = job % 50;
+        try {
+          pool.parallel_for(50, 1, [&](int64_t b, int64_t) {
+            ran.fetch_add(1);
+            // Several chunks throw; exactly one exception comes out.
+            if (b == throw_at || b == 49) throw Error(ErrorCode::kInternal, "chunk " + std::to_string(b));
+          });
+          FAIL() << "no exception";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos);
+        }
+        EXPECT_EQ(ran.load(), 50) << "every chunk runs even after one threw";
+        // The pool stays usable and no stale error leaks into the next job.
+        std::atomic<int64_t> sum{0};
+        pool.parallel_for(10, 3, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) sum += i;
+        });
+        ASSERT_EQ(sum.load(), 45);
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolHandOff, FaultPointFiresBeforeAnyChunk) {
+  ThreadPool pool(2);
+  FaultConfig c;
+  c.site = "kernel";
+  c.probability = 1.0;
+  fault_configure(c);
+  int ran = 0;
+  EXPECT_THROW(pool.parallel_for(10, 1, [&](int64_t, int64_t) { ++ran; }), Error);
+  EXPECT_EQ(ran, 0);
+  // Work outside a forward pass opts out of the point.
+  ThreadPool::JobOptions no_fault;
+  no_fault.fault_point = false;
+  std::atomic<int> outside{0};
+  pool.parallel_for(10, 1, [&](int64_t, int64_t) { outside.fetch_add(1); }, no_fault);
+  fault_disable();
+  EXPECT_EQ(outside.load(), 10);
+  std::atomic<int> after{0};
+  pool.parallel_for(10, 1, [&](int64_t, int64_t) { after.fetch_add(1); });
+  EXPECT_EQ(after.load(), 10);
+}
+
+TEST(ThreadPoolHandOff, NoAllocationPerCall) {
+  ThreadPool pool(3);
+  // A capture larger than std::function's small buffer: a std::function would allocate.
+  std::vector<int64_t> out(64);
+  int64_t a = 1, b = 2, c = 3, d = 4;
+  auto body = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = a + b + c + d + i;
+  };
+  pool.parallel_for(64, 4, body);  // warm-up
+  const int64_t before = g_allocations.load();
+  for (int job = 0; job < 1000; ++job) {
+    pool.parallel_for(64, 1 + job % 7, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = a + b + c + d + i;
+    });
+  }
+  EXPECT_EQ(g_allocations.load(), before);
+  EXPECT_EQ(out[63], 10 + 63);
+}
+
+TEST(ThreadPoolHandOff, DestroysWithSleepingOrSpinningWorkers) {
+  for (int spin : kSpins) {
+    for (int i = 0; i < 50; ++i) {
+      ThreadPoolOptions o;
+      o.spin_us = spin;
+      ThreadPool pool(3, o);
+      if (i % 2) {
+        std::atomic<int> n{0};
+        pool.parallel_for(5, 1, [&](int64_t, int64_t) { n.fetch_add(1); });
+        ASSERT_EQ(n.load(), 5);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace keel
