@@ -1,13 +1,17 @@
 // Element-wise activations and helpers on f32 rows. Pure and thread-safe; outputs may
-// alias inputs where the signature allows (documented per function).
+// alias inputs where the signature allows (documented per function). n <= 0 does nothing.
+//
+// Arithmetic is defined in elementwise_defs.h (every exponential is exp_defined) and run by the
+// best SIMD table (elementwise_isa.h); every ISA gives the same bits, and each element's result
+// depends only on its own inputs (softmax: on its own row), never on the batch around it.
 #pragma once
 
 #include <cstdint>
 
 namespace keel::kernels {
 
-float silu(float x);       // x * sigmoid(x)
-float gelu_tanh(float x);  // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
+float silu(float x);       // x * sigmoid(x) = x / (1 + e^-x)
+float gelu_tanh(float x);  // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))) = x / (1 + e^-2z)
 
 // out[i] = act(gate[i]) * up[i], n elements; out may alias gate or up.
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
@@ -17,9 +21,11 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_oai(const float* gate, const float* up, int64_t n, float alpha, float limit,
                 float* out);
 
-// In-place softmax of x[n] (max-subtracted, sum in double, ascending).
+// In-place softmax of x[n]: max-subtracted, the sum in double in the fixed 32-lane order of
+// elementwise_defs.h. A NaN, or an +inf, or all -inf, makes the whole row NaN.
 void softmax(float* x, int64_t n);
-// In-place soft-capping: x = cap * tanh(x / cap). cap <= 0 leaves x unchanged.
+// In-place soft-capping: x = cap * tanh(x / cap) (tanh_defined, ≤ 3 ulp). cap <= 0 leaves x
+// unchanged.
 void softcap(float* x, int64_t n, float cap);
 
 // y[i] += x[i]

@@ -1,5 +1,7 @@
-// RMSNorm: y = x / sqrt(mean(x²) + eps) * w, per row. Pure, thread-safe; y may alias x.
-// The sum of squares is accumulated in double in ascending order (dot.h).
+// RMSNorm: y = (x · scale) · w, scale = float(1 / sqrt(mean(x²) + eps)), per row.
+// Pure, thread-safe; y may alias x. n <= 0 does nothing.
+// The sum of squares is accumulated in double in the fixed 32-lane order of elementwise_defs.h
+// (the same bits on every ISA; a row's result never depends on the other rows).
 #pragma once
 
 #include <cstdint>
