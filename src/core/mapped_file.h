@@ -23,6 +23,13 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Gives back the resident pages wholly inside [begin, begin + n) (its page-aligned
+  // interior) with madvise(MADV_DONTNEED). The mapping is read-only and private, so a later
+  // read re-faults the same bytes from the file: contents never change, only residency.
+  // Returns the bytes released (0 when the range is not inside the mapping or the OS
+  // refuses). Thread-safe.
+  size_t release_pages(const uint8_t* begin, size_t n) const;
+
  private:
   void reset();
   std::string path_;

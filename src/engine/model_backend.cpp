@@ -105,6 +105,13 @@ ModelBackend::ModelBackend(std::shared_ptr<const model::Model> model,
   if (!model_ || !tokenizer_) throw Error(ErrorCode::kInvalidArgument, "model backend: model and tokenizer are required");
   int threads = options.engine.threads > 0 ? options.engine.threads : ThreadPool::default_threads();
   pool_ = std::make_unique<ThreadPool>(threads);
+  // Pack now, on the pool, rather than inside the first requests' steps.
+  const model::PrepareStats ps = model_->prepare_weights(*pool_);
+  if (ps.matrices_packed > 0) {
+    log_info("engine: packed " + std::to_string(ps.matrices_packed) + " weight matrices (" +
+             format_bytes(ps.packed_bytes) + ") in " + std::to_string(static_cast<int64_t>(ps.seconds * 1000)) +
+             " ms; released " + format_bytes(ps.released_bytes) + " of mapped originals");
+  }
   kv_ = std::make_unique<kv::KvCache>(model_->kv_layout(), kv_options(memory_config(options), options.page_tokens));
 }
 

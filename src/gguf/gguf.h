@@ -142,6 +142,9 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
   uint64_t file_size() const { return size_; }
+  // The memory map behind the tensor data when opened from a path; nullptr for an
+  // in-memory or borrowed image (whose pages must never be released).
+  const MappedFile* mapping() const { return file_ ? &*file_ : nullptr; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }

@@ -38,6 +38,14 @@ namespace keel::model {
 class Architecture;
 class WeightBinder;
 
+// What Model::prepare_weights did, for load logs and `keel bench`.
+struct PrepareStats {
+  int64_t matrices_packed = 0;  // views with a packed copy
+  uint64_t packed_bytes = 0;    // memory the packed copies hold
+  uint64_t released_bytes = 0;  // pages of the mapped originals given back
+  double seconds = 0;           // wall time of packing + release
+};
+
 class Model {
  public:
   explicit Model(const std::string& path);
@@ -60,6 +68,15 @@ class Model {
   // Returns logits [n entries with want_logits][n_vocab], in batch order.
   std::vector<float> forward(std::span<const BatchEntry> batch, kv::KvCache& kv,
                              ThreadPool& pool, const ForwardOptions& options = {}) const;
+
+  // Part of loading, done by the owner of a pool: packs every weight the integer SIMD
+  // kernels read packed (kernels::prepare_weights), one matrix per task on `pool`, instead
+  // of on first use; then gives back the mapped pages of those originals that nothing else
+  // reads (the embedding's rows are looked up, so it stays). A reference or twin path that
+  // reads a released original re-faults it from the file: results never change. Does
+  // nothing under KEEL_MATMUL=reference|twin (packed copies would go unused). Calling it
+  // again is cheap; safe while forward() runs (packing is per view, under its cache's lock).
+  PrepareStats prepare_weights(ThreadPool& pool) const;
 
  private:
   void load();

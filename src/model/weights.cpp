@@ -42,7 +42,8 @@ const gguf::TensorInfo& WeightBinder::require(const std::string& name,
 
 kernels::WeightMatrix WeightBinder::matrix(const std::string& name, int64_t n_in, int64_t n_out) {
   const gguf::TensorInfo& t = require(name, {n_in, n_out});
-  return kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out);
+  bound_.push_back({name, kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out)});
+  return bound_.back().w;
 }
 
 kernels::WeightMatrix WeightBinder::optional_matrix(const std::string& name, int64_t n_in,
@@ -66,6 +67,7 @@ ExpertMatrices WeightBinder::experts(const std::string& base, int64_t n_in, int6
   m.first = kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out);
   m.expert_stride = m.first.row_stride * static_cast<size_t>(n_out);
   m.n_expert = n_expert;
+  for (int64_t e = 0; e < n_expert; ++e) bound_.push_back({base + ".weight", m.expert(e)});
   if (has(base + ".bias")) m.bias = tensor_f32(base + ".bias", {n_out, n_expert});
   return m;
 }

@@ -69,12 +69,21 @@ class WeightBinder {
 
   const gguf::GgufFile& file() const { return file_; }
 
+  // Every matrix view bound so far (each expert of an ExpertMatrices separately), in
+  // binding order, with its tensor's name: what Model::prepare_weights packs at load.
+  struct Bound {
+    std::string tensor;
+    kernels::WeightMatrix w;
+  };
+  const std::vector<Bound>& bound() const { return bound_; }
+
  private:
   const gguf::TensorInfo& require(const std::string& name, const std::vector<int64_t>& shape);
   const float* as_f32(const gguf::TensorInfo& t);
 
   const gguf::GgufFile& file_;
   std::deque<std::vector<float>> converted_;  // deque: stable addresses
+  std::vector<Bound> bound_;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);

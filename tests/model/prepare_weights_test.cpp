@@ -1,0 +1,57 @@
+// Model::prepare_weights: packing at load gives the same logits as packing on first use,
+// releases the mapped originals' pages, and a path that reads the released originals (the
+// f32 reference) still gives the bits it gives on a model that never released anything.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul_path.h"
+#include "kernels/qmatmul.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "synthetic_support.h"
+
+namespace keel::test {
+namespace {
+
+std::vector<float> run(const model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens) {
+  kv::KvOptions o;
+  o.max_tokens = 256;
+  o.max_sequences = 2;
+  o.max_batch_tokens = 64;
+  kv::KvCache kv(m.kv_layout(), o);
+  const kv::SeqId s = kv.create();
+  std::vector<model::BatchEntry> batch;
+  for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], static_cast<int64_t>(i), s, true});
+  return m.forward(batch, kv, pool);
+}
+
+TEST(PrepareWeights, PacksAtLoadWithTheSameLogitsAndReleasesOriginals) {
+  model::SyntheticOptions so;
+  so.weight_type = "q4_0";
+  const std::string path = write_synthetic("prepare_q4_0", so);
+  const std::vector<int32_t> tokens = synthetic_tokens(9);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    model::Model lazy(path), eager(path);
+    const model::PrepareStats st = eager.prepare_weights(pool);
+    if (kernels::q::panel_kernel(kernels::q::best_isa(), tensor::DType::kQ4_0) == nullptr) {
+      EXPECT_EQ(st.matrices_packed, 0);  // nothing to pack on a machine without the kernels
+    } else {
+      // Every layer's 7 matrices (q, k, v, o, gate, up, down) at least.
+      EXPECT_GE(st.matrices_packed, 7 * lazy.hparams().n_layer);
+      EXPECT_GT(st.packed_bytes, 0u);
+      EXPECT_GT(st.released_bytes, 0u);
+    }
+    EXPECT_EQ(run(eager, pool, tokens), run(lazy, pool, tokens)) << threads << " threads";
+    // The reference path reads the originals: released pages come back from the file.
+    kernels::ScopedMatmulPath ref(kernels::MatmulPath::kReference);
+    EXPECT_EQ(run(eager, pool, tokens), run(lazy, pool, tokens)) << threads << " threads, reference path";
+    // Again is harmless (already packed).
+    EXPECT_EQ(eager.prepare_weights(pool).matrices_packed, 0) << "reference path: nothing packs";
+  }
+}
+
+}  // namespace
+}  // namespace keel::test
