@@ -1,6 +1,8 @@
 // keel bench — llama-bench-like throughput figures (pp / tg tokens/s, mean ± sd over
 // repetitions after a warm-up) and, with --roofline, this machine's limits and the bounds
 // they put on the model. docs/PERFORMANCE.md records the figures and commands.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -37,6 +39,7 @@ struct BenchOptions {
   std::string type_v = "f16";
   std::string output = "md";
   bool roofline = false;
+  int64_t roofline_mib = 1024;  // read-probe buffer; far beyond L3 (32 MiB here)
 };
 
 struct ModelFacts {
@@ -62,6 +65,16 @@ ModelFacts model_facts(const model::Model& m) {
   f.size_gib = double(bytes) / double(1ull << 30);
   f.params_b = double(params) / 1e9;
   return f;
+}
+
+// Resident set of this process in MiB (0 where /proc is missing).
+double resident_mib() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? double(resident) * double(sysconf(_SC_PAGESIZE)) / 1048576.0 : 0;
 }
 
 tensor::DType parse_type(const std::string& name, const char* flag) {
@@ -133,10 +146,13 @@ void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r,
 }
 
 int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o) {
-  const MachineRoofline mr = measure_machine(pool);
+  RooflineOptions ro;
+  ro.read_bytes = static_cast<size_t>(o.roofline_mib) << 20;
+  const MachineRoofline mr = measure_machine(pool, ro);
   const ModelBounds b = model_bounds(m, mr);
   if (o.output == "json") {
     nlohmann::json j = {{"n_threads", mr.threads},         {"read_gbs", mr.read_gbs},
+                        {"read_clean_passes", mr.read_clean_passes}, {"read_passes_gbs", mr.read_passes_gbs},
                         {"int8_tops", mr.int8_tops},        {"bf16_tflops", mr.bf16_tflops},
                         {"f32_tflops", mr.f32_tflops},      {"model_filename", model_facts(m).file},
                         {"weight_bytes_per_token", b.weight_bytes_per_token},
@@ -161,10 +177,16 @@ int run_bench(const BenchOptions& o) {
   }
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  model::Model m(o.model);
-  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   ThreadPool pool(o.threads);
-  std::fprintf(stderr, "keel bench: %s loaded in %.0f ms; isa %s, matmul %s\n", o.model.c_str(), load_ms,
+  model::Model m(o.model);
+  const double rss_mapped = resident_mib();
+  const model::PrepareStats ps = m.prepare_weights(pool);
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::fprintf(stderr,
+               "keel bench: %s ready in %.0f ms (packing %lld matrices, %.1f MiB: %.0f ms; released %.1f MiB of "
+               "mapped originals; RSS %.1f MiB before packing, %.1f MiB after); isa %s, matmul %s\n",
+               o.model.c_str(), load_ms, static_cast<long long>(ps.matrices_packed), ps.packed_bytes / 1048576.0,
+               ps.seconds * 1000, ps.released_bytes / 1048576.0, rss_mapped, resident_mib(),
                kernels::q::isa_name(kernels::q::best_isa()), kernels::matmul_path_name(kernels::matmul_path()));
   if (o.roofline) return run_roofline(m, pool, o);
 
@@ -197,6 +219,8 @@ CommandRegistrar reg("bench", "Measure prompt/generation throughput (llama-bench
   app.add_option("--ctv,--cache-type-v", o->type_v, "V cache type");
   app.add_option("-o,--output", o->output, "md|json|csv")->check(CLI::IsMember({"md", "json", "csv"}));
   app.add_flag("--roofline", o->roofline, "measure bandwidth and dot-product peaks, print the model's bounds");
+  app.add_option("--roofline-mib", o->roofline_mib, "read-probe buffer in MiB (keep it far beyond the L3)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   return [o] { return run_bench(*o); };
 });
 

@@ -17,13 +17,17 @@
 namespace keel::cli {
 namespace {
 
-constexpr size_t kReadBytes = size_t{1} << 30;  // far beyond any cache
-constexpr int kReadPasses = 5;
 constexpr int64_t kDotIters = 20'000'000;
 
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+double wall_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
@@ -45,30 +49,91 @@ double rate_on_all(ThreadPool& pool, Fn fn) {
   return sum;
 }
 
-}  // namespace
-
-MachineRoofline measure_machine(ThreadPool& pool) {
-  MachineRoofline r;
-  r.threads = pool.size();
+struct Buffer {
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::unique_ptr<uint8_t, Free> buf(static_cast<uint8_t*>(std::aligned_alloc(64, kReadBytes)));
-  if (!buf) throw Error(ErrorCode::kOutOfMemory, "bench --roofline: cannot allocate the 1 GiB read buffer");
-  const size_t slice = kReadBytes / static_cast<size_t>(pool.size()) / 256 * 256;
-  pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e) {  // first touch on the reading thread
-    for (int64_t i = b; i < e; ++i) {
-      for (size_t j = 0; j < slice; j += 4096) buf.get()[i * slice + j] = static_cast<uint8_t>(j);
+  std::unique_ptr<uint8_t, Free> data;
+  size_t bytes = 0;
+};
+
+// The read-probe buffer, its pages faulted in (by the threads that will read them).
+Buffer read_buffer(ThreadPool& pool, size_t bytes) {
+  Buffer b;
+  b.bytes = std::max<size_t>(bytes / 4096 * 4096, 4096 * 16);
+  b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, b.bytes)));
+  if (!b.data) {
+    throw Error(ErrorCode::kOutOfMemory,
+                "bench --roofline: cannot allocate the " + std::to_string(b.bytes >> 20) + " MiB read buffer");
+  }
+  // Distinct contents in every 8 bytes: pages with equal contents could be merged by the
+  // host (KSM under a hypervisor) and then read from the cache instead of memory.
+  const int64_t pages = static_cast<int64_t>(b.bytes / 4096);
+  pool.parallel_for(pages, 1024, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      uint64_t* words = reinterpret_cast<uint64_t*>(b.data.get() + p * 4096);
+      for (uint64_t i = 0; i < 512; ++i) words[i] = (static_cast<uint64_t>(p) * 512 + i) * 0x9e3779b97f4a7c15ull;
     }
   });
+  return b;
+}
+
+// One pass: every thread reads its share of `segment` at the same moment (all wait at a
+// start barrier; parallel_for's chunk count equals the thread count, so each chunk holds
+// a thread of its own while it waits). Returns GB/s over the wall time from the first
+// start to the last end, and whether every thread kept its CPU throughout.
+struct Pass {
+  double gbs = 0;
+  bool clean = false;
+};
+
+Pass read_pass(ThreadPool& pool, const uint8_t* segment, size_t share, std::atomic<uint64_t>& sink) {
+  const int n = pool.size();
+  std::atomic<int> arrived{0};
+  std::vector<double> start(static_cast<size_t>(n)), end(start), cpu(start);
+  pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      arrived.fetch_add(1);
+      while (arrived.load() < n) {
+      }
+      const double c0 = thread_cpu_seconds();
+      start[i] = wall_seconds();
+      sink += kernels::probe::read_bytes(segment + static_cast<size_t>(i) * share, share);
+      end[i] = wall_seconds();
+      cpu[i] = thread_cpu_seconds() - c0;
+    }
+  });
+  const double t0 = *std::min_element(start.begin(), start.end());
+  const double t1 = *std::max_element(end.begin(), end.end());
+  Pass p;
+  p.gbs = double(share) * n / std::max(1e-9, t1 - t0) / 1e9;
+  p.clean = true;
+  for (int i = 0; i < n; ++i) p.clean = p.clean && cpu[i] >= 0.9 * (end[i] - start[i]);
+  return p;
+}
+
+}  // namespace
+
+MachineRoofline measure_machine(ThreadPool& pool, const RooflineOptions& options) {
+  MachineRoofline r;
+  r.threads = pool.size();
+  const Buffer buf = read_buffer(pool, options.read_bytes);
+  // A pass reads 1/8 of the buffer, and consecutive passes read different eighths: what a
+  // pass reads was last touched 7/8 of the buffer ago, long evicted from the caches.
+  const size_t segment = buf.bytes / 8;
+  const size_t share = segment / static_cast<size_t>(pool.size()) / 512 * 512;
   std::atomic<uint64_t> sink{0};
-  for (int pass = 0; pass < kReadPasses; ++pass) {
-    const double rate = rate_on_all(pool, [&](int64_t i) {
-      sink += kernels::probe::read_bytes(buf.get() + i * slice, slice);
-      return double(slice);
-    });
-    r.read_gbs = std::max(r.read_gbs, rate / 1e9);
+  double best_any = 0;
+  for (int pass = 0; pass < std::max(1, options.read_passes); ++pass) {
+    const Pass p = read_pass(pool, buf.data.get() + static_cast<size_t>(pass % 8) * segment, share, sink);
+    best_any = std::max(best_any, p.gbs);
+    r.read_passes_gbs.push_back(p.clean ? p.gbs : -p.gbs);
+    if (p.clean) {
+      ++r.read_clean_passes;
+      r.read_gbs = std::max(r.read_gbs, p.gbs);
+    }
   }
+  if (r.read_clean_passes == 0) r.read_gbs = best_any;
   auto peak = [&](uint64_t (*probe)(int64_t)) {
     return rate_on_all(pool, [&](int64_t) { return 2.0 * double(probe(kDotIters)); }) / 1e12;
   };

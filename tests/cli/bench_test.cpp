@@ -1,0 +1,162 @@
+// `keel bench` through the built binary on a tiny synthetic model: the rows it prints in
+// json, md and csv carry the llama-bench fields and one sample per repetition; --depth and
+// --parallel give their own rows; --roofline prints the bounds; bad flags exit nonzero
+// without a crash. No figure is checked against a speed (only that it is a rate).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/command.h"
+#include "support/paths.h"
+
+namespace keel::test {
+namespace {
+
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    const std::string p = temp_dir() + "/bench_tiny_q4_0.gguf";
+    const CommandResult r =
+        run_command(std::string(KEEL_BIN) + " make-model --preset tiny --type q4_0 -o " + p);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+CommandResult bench(const std::string& args) {
+  return run_command(std::string(KEEL_BIN) + " bench -m " + tiny_model() + " -t 2 " + args);
+}
+
+nlohmann::json json_rows(const std::string& args) {
+  const CommandResult r = bench(args + " -o json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+void expect_rate_row(const nlohmann::json& row, int reps) {
+  for (const char* key : {"test", "n_prompt", "n_gen", "n_depth", "avg_ts", "stddev_ts", "samples_ts",
+                          "model_filename", "model_type", "n_threads", "flash_attn", "type_k", "type_v",
+                          "n_parallel"}) {
+    EXPECT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
+  }
+  ASSERT_TRUE(row["samples_ts"].is_array());
+  ASSERT_EQ(row["samples_ts"].size(), static_cast<size_t>(reps)) << row.dump();
+  double sum = 0;
+  for (const auto& s : row["samples_ts"]) {
+    EXPECT_GT(s.get<double>(), 0.0);
+    sum += s.get<double>();
+  }
+  EXPECT_NEAR(row["avg_ts"].get<double>(), sum / reps, 1e-6 * sum);
+  EXPECT_GE(row["stddev_ts"].get<double>(), 0.0);
+  EXPECT_EQ(row["model_filename"], "bench_tiny_q4_0.gguf");
+  EXPECT_EQ(row["model_type"], "q4_0");
+  EXPECT_EQ(row["n_threads"], 2);
+}
+
+TEST(BenchCommand, JsonRowsCarryTheFieldsAndOneSamplePerRepetition) {
+  const nlohmann::json rows = json_rows("-p 8 -n 4 -r 3");
+  ASSERT_TRUE(rows.is_array());
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  expect_rate_row(rows[0], 3);
+  expect_rate_row(rows[1], 3);
+  EXPECT_EQ(rows[0]["test"], "pp8");
+  EXPECT_EQ(rows[0]["n_prompt"], 8);
+  EXPECT_EQ(rows[0]["n_gen"], 0);
+  EXPECT_EQ(rows[1]["test"], "tg4");
+  EXPECT_EQ(rows[1]["n_prompt"], 0);
+  EXPECT_EQ(rows[1]["n_gen"], 4);
+  EXPECT_EQ(rows[1]["n_depth"], 0);
+  EXPECT_EQ(rows[1]["flash_attn"], true);
+  EXPECT_EQ(rows[1]["type_k"], "f16");
+}
+
+TEST(BenchCommand, DepthAndParallelGiveTheirOwnRows) {
+  const nlohmann::json rows = json_rows("-p 0 -n 3 -d 0,20 --parallel 1,3 -r 1 -fa off -ctk q8_0 -ctv q8_0");
+  ASSERT_EQ(rows.size(), 4u) << rows.dump();
+  const char* names[] = {"tg3", "tg3 x3", "tg3 @ d20", "tg3 @ d20 x3"};
+  const int depth[] = {0, 0, 20, 20}, parallel[] = {1, 3, 1, 3};
+  for (size_t i = 0; i < 4; ++i) {
+    expect_rate_row(rows[i], 1);
+    EXPECT_EQ(rows[i]["test"], names[i]);
+    EXPECT_EQ(rows[i]["n_depth"], depth[i]);
+    EXPECT_EQ(rows[i]["n_parallel"], parallel[i]);
+    EXPECT_EQ(rows[i]["flash_attn"], false);
+    EXPECT_EQ(rows[i]["type_k"], "q8_0");
+    EXPECT_EQ(rows[i]["type_v"], "q8_0");
+  }
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+int count(const std::string& s, char c) { return static_cast<int>(std::count(s.begin(), s.end(), c)); }
+
+TEST(BenchCommand, MarkdownAndCsvTables) {
+  const CommandResult md = bench("-p 8 -n 2 -r 1 -o md");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  const auto md_lines = lines(md.out);
+  ASSERT_EQ(md_lines.size(), 4u) << md.out;  // header, rule, pp8, tg2
+  EXPECT_NE(md_lines[0].find("| test |"), std::string::npos) << md.out;
+  EXPECT_NE(md_lines[2].find("pp8"), std::string::npos) << md.out;
+  EXPECT_NE(md_lines[3].find("tg2"), std::string::npos) << md.out;
+  for (const auto& l : md_lines) EXPECT_EQ(count(l, '|'), count(md_lines[0], '|')) << l;
+  // Load-to-ready (packing included) is reported on stderr.
+  EXPECT_NE(md.err.find("ready in"), std::string::npos) << md.err;
+
+  const CommandResult csv = bench("-p 8 -n 2 -r 1 -o csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto csv_lines = lines(csv.out);
+  ASSERT_EQ(csv_lines.size(), 3u) << csv.out;
+  EXPECT_EQ(csv_lines[0].rfind("model_filename,", 0), 0u) << csv.out;
+  EXPECT_NE(csv_lines[0].find(",avg_ts,stddev_ts"), std::string::npos) << csv.out;
+  for (const auto& l : csv_lines) EXPECT_EQ(count(l, ','), count(csv_lines[0], ',')) << l;
+  EXPECT_NE(csv_lines[1].find(",pp8,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv_lines[2].find(",tg2,"), std::string::npos) << csv.out;
+}
+
+TEST(BenchCommand, RooflinePrintsTheBounds) {
+  // A 64 MiB read buffer keeps the test light; the default is 1 GiB.
+  const CommandResult md = bench("--roofline --roofline-mib 64");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("tg_bound_ts"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("pp_bound_ts"), std::string::npos) << md.out;
+
+  const CommandResult js = bench("--roofline --roofline-mib 64 -o json");
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  EXPECT_GT(j["read_gbs"].get<double>(), 0.0);
+  EXPECT_GT(j["weight_bytes_per_token"].get<double>(), 0.0);
+  EXPECT_GT(j["tg_bound_ts"].get<double>(), 0.0);
+  EXPECT_GT(j["pp_bound_ts"].get<double>(), 0.0);
+  EXPECT_EQ(j["n_threads"], 2);
+}
+
+TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
+  const std::string bin = std::string(KEEL_BIN) + " bench ";
+  const std::string m = " -m " + tiny_model();
+  for (const std::string& args : {bin + m + " -o xml", bin + m + " -r 0 -n 2 -p 0", bin + m + " -t 0",
+                                  bin + m + " -ctk q9_9 -p 0 -n 2 -r 1", bin + m + " -p abc", bin + m + " -fa maybe",
+                                  bin + m + " --parallel 0 -p 0 -n 2 -r 1", bin + m + " -d -5 -p 0 -n 2 -r 1",
+                                  bin + " -m /nonexistent.gguf", bin + " -p 8", bin + m + " --roofline-mib 0"}) {
+    const CommandResult r = run_command(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.signal, 0) << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+  const CommandResult bad_kv = run_command(bin + m + " -ctk q9_9 -p 0 -n 2 -r 1");
+  EXPECT_NE(bad_kv.err.find("q9_9"), std::string::npos) << bad_kv.err;
+}
+
+}  // namespace
+}  // namespace keel::test
