@@ -65,6 +65,12 @@ void Shapes(benchmark::internal::Benchmark* b) {
     b->Args({int64_t(t), 2048, 2048, 1, 1, int64_t(MatmulPath::kReference)});
   }
   b->Args({int64_t(DType::kF16), 2048, 2048, 1, 1, int64_t(MatmulPath::kAuto)});
+  // f16 / bf16 (matmul_half.h): decode and prefill, 1 and 2 threads.
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    for (int64_t rows : {1, 64}) {
+      for (int threads : {1, 2}) b->Args({int64_t(t), 2048, 5632, rows, threads, int64_t(MatmulPath::kAuto)});
+    }
+  }
 }
 
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -1,84 +1,31 @@
+// Dispatch of matmul_half_range to the widest implementation this machine runs, and the
+// scalar reduction tail both implementations share.
 #include "kernels/matmul_half.h"
 
-#include <immintrin.h>
+#include <cstring>
 
 #include "core/cpu.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_half_internal.h"
+#include "tensor/types.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-// The reference multiplies then adds; a fused multiply-add would change the bits.
+// The reference multiplies then adds; a contracted fma would change the bits.
 #pragma GCC optimize("fp-contract=off")
 
 namespace keel::kernels {
-namespace {
+namespace half {
 
-constexpr int kRowTile = 4;    // weight rows in flight (hides the add latency on decode)
-constexpr int kBatchTile = 2;  // activation rows sharing each widened weight vector
-
-template <bool kBf16>
-inline __m256 widen8(const uint8_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  return _mm256_cvtph_ps(h);
-}
-
-template <bool kBf16>
-inline float widen1(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, 2);
-  return kBf16 ? tensor::bf16_to_fp32(h) : tensor::fp16_to_fp32(h);
-}
-
-// ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), as dot_f32 combines its sums.
-inline float combine(__m256 s) {
-  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));  // s_j + s_{j+4}
-  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));                                  // t0 + t2, t1 + t3
-  return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
-}
-
-template <bool kBf16, int W, int B>
-void tile(const WeightMatrix& w, const float* x, int64_t r0, float* y, int64_t o0) {
-  const int64_t n = w.n_in, n8 = n / 8 * 8;
-  __m256 s[W][B];
-  for (int i = 0; i < W; ++i)
-    for (int b = 0; b < B; ++b) s[i][b] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < n8; k += 8) {
-    __m256 xv[B];
-    for (int b = 0; b < B; ++b) xv[b] = _mm256_loadu_ps(x + (r0 + b) * n + k);
-    for (int i = 0; i < W; ++i) {
-      const __m256 wv = widen8<kBf16>(w.row(o0 + i) + 2 * k);
-      for (int b = 0; b < B; ++b) s[i][b] = _mm256_add_ps(s[i][b], _mm256_mul_ps(wv, xv[b]));
-    }
+float add_tail(float sum, const uint8_t* row, bool bf16, const float* x, int64_t k0, int64_t n) {
+  for (int64_t k = k0; k < n; ++k) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * k, 2);
+    const float prod = (bf16 ? tensor::bf16_to_fp32(h) : tensor::fp16_to_fp32(h)) * x[k];
+    sum += prod;
   }
-  for (int i = 0; i < W; ++i) {
-    for (int b = 0; b < B; ++b) {
-      float sum = combine(s[i][b]);
-      const float* xr = x + (r0 + b) * n;
-      for (int64_t k = n8; k < n; ++k) {
-        const float prod = widen1<kBf16>(w.row(o0 + i) + 2 * k) * xr[k];
-        sum += prod;
-      }
-      y[(r0 + b) * w.n_out + o0 + i] = sum;
-    }
-  }
+  return sum;
 }
 
-template <bool kBf16, int W>
-void rows_tile(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o0) {
-  int64_t r = 0;
-  for (; r + kBatchTile <= n_rows; r += kBatchTile) tile<kBf16, W, kBatchTile>(w, x, r, y, o0);
-  for (; r < n_rows; ++r) tile<kBf16, W, 1>(w, x, r, y, o0);
-}
-
-template <bool kBf16>
-void range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
-  int64_t o = ob;
-  for (; o + kRowTile <= oe; o += kRowTile) rows_tile<kBf16, kRowTile>(w, x, n_rows, y, o);
-  for (; o < oe; ++o) rows_tile<kBf16, 1>(w, x, n_rows, y, o);
-}
-
-}  // namespace
+}  // namespace half
 
 bool half_kernel_available(const WeightMatrix& w) {
   const CpuFeatures& f = cpu_features();
@@ -87,13 +34,17 @@ bool half_kernel_available(const WeightMatrix& w) {
 
 void matmul_half_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin,
                        int64_t o_end) {
-  if (w.type == tensor::DType::kBF16) {
-    range<true>(w, x, n_rows, y, o_begin, o_end);
+  static const bool wide = [] {
+    const CpuFeatures& f = cpu_features();
+    return f.avx512f && f.avx512bw && f.avx512vl;
+  }();
+  if (o_begin >= o_end || n_rows <= 0) return;
+  const bool bf16 = w.type == tensor::DType::kBF16;
+  if (wide) {
+    (bf16 ? half::range_avx512<true> : half::range_avx512<false>)(w, x, n_rows, y, o_begin, o_end);
   } else {
-    range<false>(w, x, n_rows, y, o_begin, o_end);
+    (bf16 ? half::range_avx2<true> : half::range_avx2<false>)(w, x, n_rows, y, o_begin, o_end);
   }
 }
 
 }  // namespace keel::kernels
-
-#pragma GCC pop_options

@@ -1,0 +1,250 @@
+// AVX-512 implementation of matmul_half_range (matmul_half.h, matmul_half_internal.h).
+//
+// One zmm carries two 8-lane partial-sum vectors: lanes 0-7 belong to weight row a, lanes
+// 8-15 to row b, and lane j of each is the reference's sum s_j (elements k = j mod 8,
+// ascending, mul then add). Every output element thus goes through dot_f32's exact
+// operations; only more of them run at once.
+//
+// Decode (few activation rows): the weights stream from memory once. A tile is 8 rows (4
+// pairs, 4 independent add chains per activation row); while it is summed, the next tile's
+// rows are prefetched at the same column, because each row is its own 4-11 KB stream and
+// the hardware prefetcher restarts at every page.
+// Prefill (kScratchMinRows or more activation rows): each 16-row block is widened once into
+// an f32 scratch laid out [group of 4 pairs][step][pair][16 lanes], and every tile of 4
+// activation rows reuses it: 16 zmm sums (8 weight rows x 4 activation rows) per step, for
+// 4 weight loads and 4 activation broadcasts.
+#include <immintrin.h>
+
+// GCC 12 reports the _mm512_undefined_* inside its own conversion intrinsics as
+// maybe-uninitialized; the warning is about the header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/matmul_half_internal.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+// The reference multiplies then adds; a fused multiply-add would change the bits.
+#pragma GCC optimize("fp-contract=off")
+
+namespace keel::kernels::half {
+namespace {
+
+constexpr int kPairs = 4;                    // weight-row pairs per tile: 8 rows
+constexpr int kTileRows = 2 * kPairs;
+constexpr int kBatch = 4;                    // activation rows per tile
+constexpr int64_t kBlockRows = 16;           // weight rows widened into the scratch at once
+constexpr int kGroups = kBlockRows / kTileRows;
+constexpr int64_t kScratchMinRows = 8;       // from here widening once beats widening per use
+
+// Elements [k, k+8) of rows a and b (pointers at k), widened exactly: lanes 0-7 a, 8-15 b.
+template <bool kBf16>
+inline __m512 widen_pair(const uint8_t* a, const uint8_t* b) {
+  const __m256i h = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  if constexpr (kBf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return _mm512_cvtph_ps(h);
+}
+
+// x[0..8) in lanes 0-7 and again in 8-15 (vbroadcastf64x4: AVX-512F, unlike f32x8).
+inline __m512 broadcast8(const float* x) {
+  return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(x))));
+}
+
+inline __m256 lanes_lo(__m512 v) { return _mm512_castps512_ps256(v); }
+inline __m256 lanes_hi(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
+// ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), as dot_f32 combines its sums.
+inline float combine8(__m256 s) {
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));  // s_j + s_{j+4}
+  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));                                  // t0 + t2, t1 + t3
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+}
+
+// The weight rows of one tile: row[i] is output o0 + i for i < n_valid; the rest repeat a
+// valid row so the full-width code can run (their sums are dropped).
+struct TileRows {
+  const uint8_t* row[kTileRows];
+  int64_t o0;
+  int n_valid;
+};
+
+TileRows tile_rows(const WeightMatrix& w, int64_t o0, int64_t o_end) {
+  TileRows t;
+  t.o0 = o0;
+  t.n_valid = static_cast<int>(std::min<int64_t>(kTileRows, o_end - o0));
+  for (int i = 0; i < kTileRows; ++i) t.row[i] = w.row(o0 + std::min(i, t.n_valid - 1));
+  return t;
+}
+
+// acc[p][b] += pair p's weights * activation row b, one 8-element step at a time in
+// ascending order. weights(p, s) gives pair p's widened step s; before(s) runs first.
+template <int B, class Weights, class Before>
+inline void accumulate(const Weights& weights, const Before& before, const float* const* xr, int64_t steps,
+                       __m512 (&acc)[kPairs][B]) {
+  for (int64_t s = 0; s < steps; ++s) {
+    before(s);
+    __m512 xv[B];
+    for (int b = 0; b < B; ++b) xv[b] = broadcast8(xr[b] + 8 * s);
+    for (int p = 0; p < kPairs; ++p) {
+      const __m512 wv = weights(p, s);
+      for (int b = 0; b < B; ++b) acc[p][b] = _mm512_add_ps(acc[p][b], _mm512_mul_ps(wv, xv[b]));
+    }
+  }
+}
+
+// Combines each 8-lane half as dot_f32 does, adds the tail, stores y[r0 + b][o0 + i].
+template <bool kBf16, int B>
+inline void finish(const TileRows& t, const float* const* xr, int64_t r0, int64_t n8, int64_t n, float* y,
+                   int64_t n_out, const __m512 (&acc)[kPairs][B]) {
+  for (int p = 0; p < kPairs; ++p) {
+    for (int h = 0; h < 2; ++h) {
+      const int i = 2 * p + h;
+      if (i >= t.n_valid) continue;
+      for (int b = 0; b < B; ++b) {
+        float sum = combine8(h ? lanes_hi(acc[p][b]) : lanes_lo(acc[p][b]));
+        if (n8 < n) sum = add_tail(sum, t.row[i], kBf16, xr[b], n8, n);
+        y[(r0 + b) * n_out + t.o0 + i] = sum;
+      }
+    }
+  }
+}
+
+// One tile x activation rows [r0, r0 + B): weights(p, s) gives pair p's widened step s,
+// before(s) runs ahead of each step.
+template <bool kBf16, int B, class Weights, class Before>
+inline void run_tile(const WeightMatrix& w, const TileRows& t, const float* x, int64_t r0, float* y,
+                     const Weights& weights, const Before& before) {
+  const int64_t n = w.n_in, n8 = n / 8 * 8;
+  const float* xr[B];
+  for (int b = 0; b < B; ++b) xr[b] = x + (r0 + b) * n;
+  __m512 acc[kPairs][B];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm512_setzero_ps();
+  accumulate<B>(weights, before, xr, n8 / 8, acc);
+  finish<kBf16, B>(t, xr, r0, n8, n, y, w.n_out, acc);
+}
+
+// Widening the weights as they stream in; `next` (kTileRows rows, or null) is prefetched
+// at the column being read.
+template <bool kBf16, int B>
+void direct_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const* next, const float* x,
+                 int64_t r0, float* y) {
+  const auto weights = [&t](int p, int64_t s) {
+    return widen_pair<kBf16>(t.row[2 * p] + 16 * s, t.row[2 * p + 1] + 16 * s);
+  };
+  if (next == nullptr) {
+    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    return;
+  }
+  // One 64-byte line per row every 4 steps (16 bytes a step).
+  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) {
+    if ((s & 3) != 0) return;
+    for (int i = 0; i < kTileRows; ++i) _mm_prefetch(reinterpret_cast<const char*>(next[i] + 16 * s), _MM_HINT_T0);
+  });
+}
+
+// Weights already widened in `ws` ([step][pair][16]).
+template <bool kBf16, int B>
+void scratch_tile(const WeightMatrix& w, const TileRows& t, const float* ws, const float* x, int64_t r0,
+                  float* y) {
+  run_tile<kBf16, B>(w, t, x, r0, y, [ws](int p, int64_t s) { return _mm512_load_ps(ws + (s * kPairs + p) * 16); },
+                     [](int64_t) {});
+}
+
+// Activation rows [r0, r0 + B) against every group of the block.
+template <bool kBf16, int B>
+void scratch_tiles(const WeightMatrix& w, const TileRows* t, int n_groups, const float* ws, int64_t group_floats,
+                   const float* x, int64_t r0, float* y) {
+  for (int g = 0; g < n_groups; ++g) scratch_tile<kBf16, B>(w, t[g], ws + g * group_floats, x, r0, y);
+}
+
+template <bool kBf16>
+void direct_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
+  for (int64_t o = ob; o < oe; o += kTileRows) {
+    const TileRows t = tile_rows(w, o, oe);
+    const uint8_t* next[kTileRows];
+    const bool has_next = o + kTileRows < oe;
+    for (int i = 0; has_next && i < kTileRows; ++i) next[i] = w.row(std::min(o + kTileRows + i, oe - 1));
+    int64_t r = 0;
+    // Prefetching the next tile pays once: the first activation-row tile streams it.
+    for (; r + kBatch <= n_rows; r += kBatch) direct_tile<kBf16, kBatch>(w, t, has_next && r == 0 ? next : nullptr, x, r, y);
+    const uint8_t* const* pf = has_next && r == 0 ? next : nullptr;
+    switch (n_rows - r) {
+      case 3: direct_tile<kBf16, 3>(w, t, pf, x, r, y); break;
+      case 2: direct_tile<kBf16, 2>(w, t, pf, x, r, y); break;
+      case 1: direct_tile<kBf16, 1>(w, t, pf, x, r, y); break;
+      default: break;
+    }
+  }
+}
+
+// 64-byte aligned f32 scratch of at least n floats, one per thread (no allocation once
+// grown).
+float* scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n + 16) buf.resize(n + 16);
+  const auto p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
+}
+
+// Widens each 16-row block once, then runs every activation-row tile over it. (Blocking
+// the reduction for L1 as well measured slower here: the widened block streams from L2
+// fast enough, and the sums' round trips cost more.)
+template <bool kBf16>
+void scratch_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
+  const int64_t steps = w.n_in / 8;
+  const int64_t group_floats = steps * kPairs * 16;  // [step][pair][16]
+  float* ws = scratch(static_cast<size_t>(kGroups * group_floats));
+  for (int64_t o = ob; o < oe; o += kBlockRows) {
+    TileRows t[kGroups];
+    int n_groups = 0;
+    for (; n_groups < kGroups && o + n_groups * kTileRows < oe; ++n_groups) {
+      const TileRows& g = t[n_groups] = tile_rows(w, o + n_groups * kTileRows, oe);
+      float* wg = ws + n_groups * group_floats;
+      for (int64_t s = 0; s < steps; ++s) {
+        for (int p = 0; p < kPairs; ++p) {
+          _mm512_store_ps(wg + (s * kPairs + p) * 16, widen_pair<kBf16>(g.row[2 * p] + 16 * s, g.row[2 * p + 1] + 16 * s));
+        }
+      }
+    }
+    int64_t r = 0;
+    for (; r + kBatch <= n_rows; r += kBatch) scratch_tiles<kBf16, kBatch>(w, t, n_groups, ws, group_floats, x, r, y);
+    switch (n_rows - r) {
+      case 3: scratch_tiles<kBf16, 3>(w, t, n_groups, ws, group_floats, x, r, y); break;
+      case 2: scratch_tiles<kBf16, 2>(w, t, n_groups, ws, group_floats, x, r, y); break;
+      case 1: scratch_tiles<kBf16, 1>(w, t, n_groups, ws, group_floats, x, r, y); break;
+      default: break;
+    }
+  }
+}
+
+template <bool kBf16>
+void range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
+  if (n_rows >= kScratchMinRows) {
+    scratch_range<kBf16>(w, x, n_rows, y, ob, oe);
+  } else {
+    direct_range<kBf16>(w, x, n_rows, y, ob, oe);
+  }
+}
+
+}  // namespace
+
+template <bool kBf16>
+void range_avx512(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {
+  range<kBf16>(w, x, n_rows, y, o_begin, o_end);
+}
+template void range_avx512<false>(const WeightMatrix&, const float*, int64_t, float*, int64_t, int64_t);
+template void range_avx512<true>(const WeightMatrix&, const float*, int64_t, float*, int64_t, int64_t);
+
+}  // namespace keel::kernels::half
+
+#pragma GCC pop_options
+#pragma GCC diagnostic pop
