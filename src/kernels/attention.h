@@ -11,6 +11,10 @@
 // position order, online softmax, combined in one fixed order). Each output element is
 // reduced over keys in ascending position order whatever the batch, so results do not
 // depend on batch size, chunking or thread count (work is split across rows × kv heads).
+// The flash path's arithmetic is defined operation by operation in attention_flash.h
+// (16-lane dots, exp_defined, a fixed reduction tree); its AVX-512 and AVX2 kernels read
+// f32/f16/bf16/q8_0 K/V straight from the pages and give the scalar twin's bits, so the
+// result does not depend on the ISA either. The plain path uses dot_f32 and std::exp.
 //
 // A row with no visible key gets zeros and increments empty_attention_rows(); it never
 // asserts. Invalid shapes (n_head not a multiple of n_kv_heads, ...) throw keel::Error.

@@ -9,71 +9,13 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/attention_fixture.h"
 #include "tensor/types.h"
 
 namespace keel::kernels {
 namespace {
 
-// A hand-built paged K/V store with the layout kv::KvLayerView describes.
-struct FakeLayer {
-  int64_t n_pos, n_kv, dk, dv;
-  int32_t pt;
-  std::vector<float> k, v;  // [n_pos][n_kv][d] f32 originals
-  std::vector<std::vector<uint8_t>> k_pages, v_pages;
-  kv::KvLayerView view;
-
-  FakeLayer(int64_t n_pos_, int64_t n_kv_, int64_t dk_, int64_t dv_, int32_t pt_,
-            tensor::DType kt, tensor::DType vt, uint32_t seed)
-      : n_pos(n_pos_), n_kv(n_kv_), dk(dk_), dv(dv_), pt(pt_) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    k.resize(n_pos * n_kv * dk);
-    v.resize(n_pos * n_kv * dv);
-    for (auto& x : k) x = d(rng);
-    for (auto& x : v) x = d(rng);
-    view.k_type = kt;
-    view.v_type = vt;
-    view.n_kv_heads = n_kv;
-    view.head_dim_k = dk;
-    view.head_dim_v = dv;
-    view.page_tokens = pt;
-    view.n_positions = n_pos;
-    view.k_head_bytes = tensor::row_bytes(kt, dk);
-    view.v_head_bytes = tensor::row_bytes(vt, dv);
-    view.k_token_stride = view.k_head_bytes * n_kv;
-    view.v_token_stride = view.v_head_bytes * n_kv;
-    const int64_t n_pages = (n_pos + pt - 1) / pt;
-    k_pages.resize(n_pages);
-    v_pages.resize(n_pages);
-    for (int64_t pg = 0; pg < n_pages; ++pg) {
-      k_pages[pg].resize(view.k_token_stride * pt);
-      v_pages[pg].resize(view.v_token_stride * pt);
-      for (int64_t t = 0; t < pt && pg * pt + t < n_pos; ++t)
-        for (int64_t h = 0; h < n_kv; ++h) {
-          const int64_t p = pg * pt + t;
-          tensor::quantize_row(kt, &k[(p * n_kv + h) * dk],
-                               k_pages[pg].data() + t * view.k_token_stride + h * view.k_head_bytes, dk);
-          tensor::quantize_row(vt, &v[(p * n_kv + h) * dv],
-                               v_pages[pg].data() + t * view.v_token_stride + h * view.v_head_bytes, dv);
-          // Keep the reference in the stored precision.
-          tensor::dequantize_row(kt, k_pages[pg].data() + t * view.k_token_stride + h * view.k_head_bytes,
-                                 &k[(p * n_kv + h) * dk], dk);
-          tensor::dequantize_row(vt, v_pages[pg].data() + t * view.v_token_stride + h * view.v_head_bytes,
-                                 &v[(p * n_kv + h) * dv], dv);
-        }
-      view.k_pages.push_back(k_pages[pg].data());
-      view.v_pages.push_back(v_pages[pg].data());
-    }
-  }
-  // Drops pages wholly below `first` (as a sliding-window group does).
-  void drop_below(int64_t first) {
-    view.first_held = first;
-    for (int64_t pg = 0; (pg + 1) * pt <= first; ++pg) {
-      view.k_pages[pg] = nullptr;
-      view.v_pages[pg] = nullptr;
-    }
-  }
-};
+using attn_test::FakeLayer;
 
 // Straightforward double-precision attention for one query row.
 std::vector<double> reference(const FakeLayer& f, const float* q, int64_t pos, int64_t n_head,

@@ -1,0 +1,119 @@
+// Flash attention tile kernels (internal to src/kernels). The arithmetic is defined once,
+// here, and implemented three times with the same bits: a scalar twin (the oracle), AVX2
+// and AVX-512. attention_flash.cpp drives them over the pages of a row's key range.
+//
+// Definition, for each query head (its own online-softmax state m, L[16], acc[dv]; start
+// m = −inf, L = 0, acc = 0) and each page tile in ascending position order (a tile covers
+// the page's positions [page_lo, page_lo + page_tokens) clipped to the row's visible keys;
+// j = position − page_lo, lane(j) = j mod 16, so lanes follow ABSOLUTE positions):
+//   1. dot(q, k): 16 partial sums, element i accumulated into sum i mod 16 by fma in
+//      ascending i (k is the exact f32 value of the stored element, as
+//      tensor::dequantize_row gives it), then combined by tree16_sum:
+//        t[l] = a[l] + a[l+8] (l<8); u[l] = t[l] + t[l+4] (l<4); w[l] = u[l] + u[l+2];
+//        dot = w[0] + w[1]
+//   2. s_j = dot · scale; if softcap > 0: s_j = softcap · tanh(s_j / softcap) (std::tanh).
+//      Invisible j of the tile (and padding up to a multiple of 16) get s_j = −inf.
+//   3. tile max: mx[lane(j)] = max_def(mx[lane(j)], s_j) over j ascending (mx = −inf),
+//      then tree16_max (the tree of 1. with max_def(a, b) = a > b ? a : b, which is what
+//      vmaxps computes); m' = max_def(m, tile max); c = exp_defined(m − m').
+//   4. p_j = exp_defined(s_j − m') (0 for invisible j); L[l] = L[l] · c, then
+//      L[lane(j)] = L[lane(j)] + p_j, 16 j at a time, ascending.
+//   5. acc[d] = acc[d] · c (skipped when c == 1, which changes no bit), then for visible j
+//      ascending: acc[d] = fma(p_j, v_j[d], acc[d]).
+// After the last tile (flash_finish): l = tree16_sum(L); with a sink logit s:
+// m_f = max_def(m, s), c = exp_defined(m − m_f), l = l · c + exp_defined(s − m_f),
+// acc = acc · c; then out[d] = acc[d] · (1 / l).
+//
+// Nothing depends on which query rows or heads are processed together, how many rows a
+// batch has, or which thread runs a head: results are batch- and thread-invariant, and
+// the three implementations agree bitwise (tested on odd sizes).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/types.h"
+
+namespace keel::kernels::detail {
+
+// Rounds n up to a multiple of 16 (the lane count of the definition).
+inline int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+inline float max_def(float a, float b) { return a > b ? a : b; }
+
+// One page tile of one kv head. Row j (0 <= j < n_rows) of K starts at k + j * k_stride
+// and holds head_dim_k elements of k_type; rows [j0, j1) are visible. The kernels read
+// kF32, kF16, kBF16 and kQ8_0 (q8_0 only when the head dimension is a multiple of 32);
+// the driver widens other types to f32 first. Not owned.
+struct FlashTile {
+  tensor::DType k_type = tensor::DType::kF32, v_type = tensor::DType::kF32;
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  size_t k_stride = 0, v_stride = 0;
+  int64_t n_rows = 0;  // page_tokens
+  int64_t j0 = 0, j1 = 0;
+};
+
+// The query heads a tile updates (any number; each head's arithmetic is independent).
+// q[h]: [pad16(dk)] zero-padded query; acc[h]: [pad16(dv)] accumulator (padding lanes are
+// scratch); m[h]: running max; l[h]: [16] lane sums. Not owned.
+struct FlashHeads {
+  int64_t n = 0;
+  const float* const* q = nullptr;
+  float* const* acc = nullptr;
+  float* m = nullptr;
+  float* const* l = nullptr;
+};
+
+struct FlashShape {
+  int64_t dk = 0, dv = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;
+};
+
+// Step 2's score from the dot (shared by every implementation so they agree).
+inline float flash_score(float dot, const FlashShape& s) {
+  float x = dot * s.scale;
+  if (s.softcap > 0.0f) x = s.softcap * std::tanh(x / s.softcap);
+  return x;
+}
+
+// Applies steps 1–5 of one tile to every head. `scores` is scratch of
+// heads.n * pad16(tile.n_rows) floats (p_j on return).
+using FlashTileFn = void (*)(const FlashShape& shape, const FlashTile& tile,
+                             const FlashHeads& heads, float* scores);
+
+void flash_tile_twin(const FlashShape& shape, const FlashTile& tile, const FlashHeads& heads,
+                     float* scores);
+void flash_tile_avx2(const FlashShape& shape, const FlashTile& tile, const FlashHeads& heads,
+                     float* scores);
+void flash_tile_avx512(const FlashShape& shape, const FlashTile& tile, const FlashHeads& heads,
+                       float* scores);
+
+// Shared pieces of the definition (scalar; the twin and the driver use them).
+float tree16_sum(const float* a);
+float tree16_max(const float* a);
+// out[0, dv) = the head's normalised result (with its sink logit when sink != nullptr).
+void flash_finish(float m, const float* l, const float* acc, const float* sink, int64_t dv,
+                  float* out);
+
+// Which implementation the driver uses. kAuto: the best this machine allows.
+enum class FlashIsa { kAuto, kTwin, kAvx2, kAvx512 };
+bool flash_isa_available(FlashIsa isa);
+FlashTileFn flash_tile_fn(FlashIsa isa);  // kAuto resolves; throws if unavailable
+
+// Process-wide override for tests and benchmarks (not for concurrent attention calls).
+class ScopedFlashIsa {
+ public:
+  explicit ScopedFlashIsa(FlashIsa isa);
+  ~ScopedFlashIsa();
+  ScopedFlashIsa(const ScopedFlashIsa&) = delete;
+  ScopedFlashIsa& operator=(const ScopedFlashIsa&) = delete;
+
+ private:
+  FlashIsa saved_;
+};
+FlashIsa flash_isa_override();
+
+}  // namespace keel::kernels::detail

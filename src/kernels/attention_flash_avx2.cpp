@@ -1,0 +1,213 @@
+// AVX2 flash tile (attention_flash.h): the twin's bits with the 16 lanes of the definition
+// held in two ymm registers (lanes 0–7, 8–15). K/V rows are read straight from the page
+// like the AVX-512 form; a row tail shorter than 16 is copied into a zeroed buffer first
+// (a zero query lane times a zero key adds exactly nothing: sums never hold −0).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_flash.h"
+#include "kernels/exp_defined.h"
+#include "tensor/blocks.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c,fma")
+// The definition separates multiplies from adds except where it says fma.
+#pragma GCC optimize("fp-contract=off")
+
+namespace keel::kernels::detail {
+namespace {
+
+using tensor::DType;
+
+struct V16 {
+  __m256 lo, hi;
+};
+
+template <DType T>
+inline __m256 load8(const uint8_t* row, int64_t i) {
+  if constexpr (T == DType::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (T == DType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+  } else if constexpr (T == DType::kBF16) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  } else {
+    const uint8_t* blk = row + (i / 32) * sizeof(tensor::BlockQ8_0);
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + i % 32)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(h)));
+  }
+}
+
+template <DType T>
+inline V16 load16(const uint8_t* row, int64_t i) {
+  return {load8<T>(row, i), load8<T>(row, i + 8)};
+}
+
+// Elements [i, n) of a row zero-extended to 16 (never q8_0, whose rows are whole blocks).
+template <DType T>
+inline V16 load16_tail(const uint8_t* row, int64_t i, int64_t n) {
+  alignas(32) uint8_t buf[64] = {};
+  const size_t elem = T == DType::kF32 ? 4 : 2;
+  std::memcpy(buf, row + elem * static_cast<size_t>(i), elem * static_cast<size_t>(n - i));
+  return load16<T>(buf, 0);
+}
+
+inline float reduce_sum(V16 a) {  // tree16_sum
+  const __m256 t = _mm256_add_ps(a.lo, a.hi);
+  const __m128 u = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  const __m128 w = _mm_add_ps(u, _mm_movehl_ps(u, u));
+  return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
+}
+
+inline float reduce_max(V16 a) {  // tree16_max
+  const __m256 t = _mm256_max_ps(a.lo, a.hi);
+  const __m128 u = _mm_max_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  const __m128 w = _mm_max_ps(u, _mm_movehl_ps(u, u));
+  return _mm_cvtss_f32(_mm_max_ss(w, _mm_shuffle_ps(w, w, 1)));
+}
+
+// Steps 1–2 for NB (<= 4) heads; q rows are zero-padded to pad16(dk).
+template <DType KT, int NB>
+void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* q, float* s,
+                  int64_t sp) {
+  const int64_t dk = sh.dk, full = dk / 16 * 16;
+  for (int64_t j = t.j0; j < t.j1; ++j) {
+    const uint8_t* row = t.k + j * t.k_stride;
+    __m256 lo[NB], hi[NB];
+    for (int h = 0; h < NB; ++h) lo[h] = hi[h] = _mm256_setzero_ps();
+    auto step = [&](V16 k, int64_t i) {
+      for (int h = 0; h < NB; ++h) {
+        lo[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i), k.lo, lo[h]);
+        hi[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i + 8), k.hi, hi[h]);
+      }
+    };
+    int64_t i = 0;
+    for (; i < full; i += 16) step(load16<KT>(row, i), i);
+    if constexpr (KT != DType::kQ8_0) {
+      if (i < dk) step(load16_tail<KT>(row, i, dk), i);
+    }
+    for (int h = 0; h < NB; ++h) s[h * sp + j] = flash_score(reduce_sum({lo[h], hi[h]}), sh);
+  }
+}
+
+// Step 5's fma part for NB (<= 4) heads, 16 columns at a time (accumulators padded to 16).
+template <DType VT, int NB>
+void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int64_t sp,
+                  float* const* acc) {
+  const int64_t dv = sh.dv;
+  for (int64_t c = 0; c < dv; c += 16) {
+    __m256 lo[NB], hi[NB];
+    for (int h = 0; h < NB; ++h) {
+      lo[h] = _mm256_loadu_ps(acc[h] + c);
+      hi[h] = _mm256_loadu_ps(acc[h] + c + 8);
+    }
+    for (int64_t j = t.j0; j < t.j1; ++j) {
+      const uint8_t* row = t.v + j * t.v_stride;
+      V16 v;
+      if constexpr (VT == DType::kQ8_0) {
+        v = load16<VT>(row, c);
+      } else {
+        v = c + 16 <= dv ? load16<VT>(row, c) : load16_tail<VT>(row, c, dv);
+      }
+      for (int h = 0; h < NB; ++h) {
+        const __m256 pj = _mm256_set1_ps(p[h * sp + j]);
+        lo[h] = _mm256_fmadd_ps(pj, v.lo, lo[h]);
+        hi[h] = _mm256_fmadd_ps(pj, v.hi, hi[h]);
+      }
+    }
+    for (int h = 0; h < NB; ++h) {
+      _mm256_storeu_ps(acc[h] + c, lo[h]);
+      _mm256_storeu_ps(acc[h] + c + 8, hi[h]);
+    }
+  }
+}
+
+template <DType KT>
+void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s, int64_t sp) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 4) {
+    switch (std::min<int64_t>(4, hd.n - h0)) {
+      case 1: scores_block<KT, 1>(sh, t, hd.q + h0, s + h0 * sp, sp); break;
+      case 2: scores_block<KT, 2>(sh, t, hd.q + h0, s + h0 * sp, sp); break;
+      case 3: scores_block<KT, 3>(sh, t, hd.q + h0, s + h0 * sp, sp); break;
+      default: scores_block<KT, 4>(sh, t, hd.q + h0, s + h0 * sp, sp); break;
+    }
+  }
+}
+
+template <DType VT>
+void values_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, const float* p,
+                int64_t sp) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 4) {
+    switch (std::min<int64_t>(4, hd.n - h0)) {
+      case 1: values_block<VT, 1>(sh, t, p + h0 * sp, sp, hd.acc + h0); break;
+      case 2: values_block<VT, 2>(sh, t, p + h0 * sp, sp, hd.acc + h0); break;
+      case 3: values_block<VT, 3>(sh, t, p + h0 * sp, sp, hd.acc + h0); break;
+      default: values_block<VT, 4>(sh, t, p + h0 * sp, sp, hd.acc + h0); break;
+    }
+  }
+}
+
+// Steps 3–4 and the rescale of step 5 for every head.
+void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t h = 0; h < hd.n; ++h) {
+    float* sh_s = s + h * sp;
+    V16 mx{ninf, ninf};
+    for (int64_t j = 0; j < sp; j += 16) {
+      mx.lo = _mm256_max_ps(mx.lo, _mm256_loadu_ps(sh_s + j));
+      mx.hi = _mm256_max_ps(mx.hi, _mm256_loadu_ps(sh_s + j + 8));
+    }
+    const float m_new = max_def(hd.m[h], reduce_max(mx));
+    const float c = exp_defined(hd.m[h] - m_new);
+    const __m256 mv = _mm256_set1_ps(m_new), cv = _mm256_set1_ps(c);
+    __m256 l_lo = _mm256_mul_ps(_mm256_loadu_ps(hd.l[h]), cv);
+    __m256 l_hi = _mm256_mul_ps(_mm256_loadu_ps(hd.l[h] + 8), cv);
+    for (int64_t j = 0; j < sp; j += 16) {
+      const __m256 p_lo = exp_defined_x8(_mm256_sub_ps(_mm256_loadu_ps(sh_s + j), mv));
+      const __m256 p_hi = exp_defined_x8(_mm256_sub_ps(_mm256_loadu_ps(sh_s + j + 8), mv));
+      _mm256_storeu_ps(sh_s + j, p_lo);
+      _mm256_storeu_ps(sh_s + j + 8, p_hi);
+      l_lo = _mm256_add_ps(l_lo, p_lo);
+      l_hi = _mm256_add_ps(l_hi, p_hi);
+    }
+    _mm256_storeu_ps(hd.l[h], l_lo);
+    _mm256_storeu_ps(hd.l[h] + 8, l_hi);
+    hd.m[h] = m_new;
+    if (c != 1.0f) {
+      for (int64_t d = 0; d < sh.dv; d += 8)
+        _mm256_storeu_ps(hd.acc[h] + d, _mm256_mul_ps(_mm256_loadu_ps(hd.acc[h] + d), cv));
+    }
+  }
+}
+
+}  // namespace
+
+void flash_tile_avx2(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
+                     float* scores) {
+  const int64_t sp = pad16(t.n_rows);
+  std::fill(scores, scores + hd.n * sp, -std::numeric_limits<float>::infinity());
+  switch (t.k_type) {
+    case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp); break;
+    case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp); break;
+    case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp); break;
+    default: scores_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+  }
+  softmax_update(sh, hd, scores, sp);
+  switch (t.v_type) {
+    case DType::kF32: values_all<DType::kF32>(sh, t, hd, scores, sp); break;
+    case DType::kF16: values_all<DType::kF16>(sh, t, hd, scores, sp); break;
+    case DType::kBF16: values_all<DType::kBF16>(sh, t, hd, scores, sp); break;
+    default: values_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+  }
+}
+
+}  // namespace keel::kernels::detail
+
+#pragma GCC pop_options

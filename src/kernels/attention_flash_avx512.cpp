@@ -1,0 +1,304 @@
+// AVX-512 flash tile (attention_flash.h): the twin's bits. K/V rows are read straight from
+// the page (f32, f16 via vcvtph2ps, bf16 by shifting, q8_0 as int8 → f32 times the block
+// scale). Each K row is loaded once per block of up to 8 query heads; the 16 lane sums of
+// 16 keys are reduced together by a transposed form of tree16_sum (same pairs, same order).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_flash.h"
+#include "kernels/exp_defined.h"
+#include "tensor/blocks.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,f16c,fma")
+// The definition separates multiplies from adds except where it says fma.
+#pragma GCC optimize("fp-contract=off")
+// GCC 12 reports its own _mm512_undefined_* inside the conversion intrinsics as
+// maybe-uninitialized (a false positive about the header, as in exp_defined.h).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace keel::kernels::detail {
+namespace {
+
+using tensor::DType;
+
+// 16 elements from index i of a row (i a multiple of 16; for q8_0 the row length is a
+// multiple of 32, so the 16 lie in one block).
+template <DType T>
+inline __m512 load16(const uint8_t* row, int64_t i) {
+  if constexpr (T == DType::kF32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (T == DType::kF16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
+  } else if constexpr (T == DType::kBF16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  } else {
+    const uint8_t* blk = row + (i / 32) * sizeof(tensor::BlockQ8_0);
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + i % 32)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(h)));
+  }
+}
+
+// A whole q8_0 block (32 elements from index i, a multiple of 32): one scale conversion.
+inline void load_q8_block(const uint8_t* row, int64_t i, __m512& lo, __m512& hi) {
+  const uint8_t* blk = row + (i / 32) * sizeof(tensor::BlockQ8_0);
+  uint16_t h;
+  std::memcpy(&h, blk, 2);
+  const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), d);
+  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), d);
+}
+
+// The first n (< 16) elements from index i, zeros elsewhere (never q8_0).
+template <DType T>
+inline __m512 load16_tail(const uint8_t* row, int64_t i, __mmask16 m) {
+  if constexpr (T == DType::kF32) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (T == DType::kF16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+  } else {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+}
+
+inline __m256 hi256(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
+// tree16 level 1 of two keys: [t_a (8) | t_b (8)], t[l] = a[l] + a[l + 8].
+inline __m512 level1(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+}
+
+// Levels 2–4 of tree16_sum for 16 keys whose level-1 results are t[0..8) (t[p] holds keys
+// 2p, 2p+1); returns the 16 sums in key order.
+inline __m512 levels234(const __m512* t) {
+  __m512 u[4], w[2];
+  for (int r = 0; r < 4; ++r) {  // u[l] = t[l] + t[l + 4]: lanes [key 4r .. 4r+3] × 4
+    const __m512 a = t[2 * r], b = t[2 * r + 1];
+    u[r] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+  }
+  for (int s = 0; s < 2; ++s) {  // w[l] = u[l] + u[l + 2]; 128-bit lane i: keys i+8s, i+8s+4
+    const __m512 a = u[2 * s], b = u[2 * s + 1];
+    w[s] = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+  }
+  // dot = w[0] + w[1]; element 4i + k holds key i + 4k
+  const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, d);
+}
+
+inline float reduce_max(__m512 v) {  // tree16_max
+  const __m256 t = _mm256_max_ps(_mm512_castps512_ps256(v), hi256(v));
+  const __m128 u = _mm_max_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  const __m128 w = _mm_max_ps(u, _mm_movehl_ps(u, u));
+  return _mm_cvtss_f32(_mm_max_ss(w, _mm_shuffle_ps(w, w, 1)));
+}
+
+inline __mmask16 lanes_below(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// Step 1–2 for NB heads: scores s[h * sp + j] for the visible j of the tile (the caller
+// pre-filled −inf). `zero_row` stands in for the invisible partner of a key pair.
+template <DType KT, int NB>
+void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* q, float* s,
+                  int64_t sp, const uint8_t* zero_row) {
+  __m512 tb[NB][8];  // level-1 sums of key pairs; pairs left out end as −inf lanes
+  for (int h = 0; h < NB; ++h)
+    for (int p = 0; p < 8; ++p) tb[h][p] = _mm512_setzero_ps();
+  const int64_t dk = sh.dk, full = dk / 16 * 16;
+  const __mmask16 tail = lanes_below(dk - full);
+  for (int64_t g0 = t.j0 / 16 * 16; g0 < t.j1; g0 += 16) {
+    for (int p = 0; p < 8; ++p) {
+      const int64_t ja = g0 + 2 * p, jb = ja + 1;
+      const bool va = ja >= t.j0 && ja < t.j1, vb = jb >= t.j0 && jb < t.j1;
+      if (!va && !vb) continue;  // both lanes end as −inf
+      const uint8_t* ra = va ? t.k + ja * t.k_stride : zero_row;
+      const uint8_t* rb = vb ? t.k + jb * t.k_stride : zero_row;
+      __m512 a0[NB], a1[NB];
+      for (int h = 0; h < NB; ++h) a0[h] = a1[h] = _mm512_setzero_ps();
+      int64_t i = 0;
+      if constexpr (KT == DType::kQ8_0) {  // block by block: the same lanes, in the same order
+        for (; i < full; i += 32) {
+          __m512 ka0, ka1, kb0, kb1;
+          load_q8_block(ra, i, ka0, ka1);
+          load_q8_block(rb, i, kb0, kb1);
+          for (int h = 0; h < NB; ++h) {
+            const __m512 q0 = _mm512_loadu_ps(q[h] + i), q1 = _mm512_loadu_ps(q[h] + i + 16);
+            a0[h] = _mm512_fmadd_ps(q1, ka1, _mm512_fmadd_ps(q0, ka0, a0[h]));
+            a1[h] = _mm512_fmadd_ps(q1, kb1, _mm512_fmadd_ps(q0, kb0, a1[h]));
+          }
+        }
+      }
+      for (; i < full; i += 16) {
+        const __m512 ka = load16<KT>(ra, i), kb = load16<KT>(rb, i);
+        for (int h = 0; h < NB; ++h) {
+          const __m512 qv = _mm512_loadu_ps(q[h] + i);
+          a0[h] = _mm512_fmadd_ps(qv, ka, a0[h]);
+          a1[h] = _mm512_fmadd_ps(qv, kb, a1[h]);
+        }
+      }
+      if constexpr (KT != DType::kQ8_0) {
+        if (i < dk) {  // lanes past the row keep their sums (the twin never touches them)
+          const __m512 ka = load16_tail<KT>(ra, i, tail), kb = load16_tail<KT>(rb, i, tail);
+          for (int h = 0; h < NB; ++h) {
+            const __m512 qv = _mm512_loadu_ps(q[h] + i);
+            a0[h] = _mm512_mask3_fmadd_ps(qv, ka, a0[h], tail);
+            a1[h] = _mm512_mask3_fmadd_ps(qv, kb, a1[h], tail);
+          }
+        }
+      }
+      for (int h = 0; h < NB; ++h) tb[h][p] = level1(a0[h], a1[h]);
+    }
+    const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
+    const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
+    for (int h = 0; h < NB; ++h) {
+      __m512 d = levels234(tb[h]);
+      float* out = s + h * sp + g0;
+      if (sh.softcap > 0.0f) {
+        alignas(64) float tmp[16];
+        _mm512_store_ps(tmp, d);
+        for (int64_t j = lo; j < hi; ++j) out[j] = flash_score(tmp[j], sh);
+      } else {
+        d = _mm512_mul_ps(d, _mm512_set1_ps(sh.scale));
+        _mm512_mask_storeu_ps(out, visible, d);
+      }
+    }
+  }
+}
+
+// Step 5's fma part for NB heads: acc[h][c..] += p_j · v_j over visible j, W·16 columns
+// per pass (accumulators are padded to 16, so a tail needs a masked V load only).
+template <DType VT, int NB, int W>
+void values_pass(const FlashTile& t, const float* p, int64_t sp, float* const* acc, int64_t c,
+                 __mmask16 last) {
+  __m512 a[NB][W];
+  for (int h = 0; h < NB; ++h)
+    for (int w = 0; w < W; ++w) a[h][w] = _mm512_loadu_ps(acc[h] + c + 16 * w);
+  for (int64_t j = t.j0; j < t.j1; ++j) {
+    const uint8_t* row = t.v + j * t.v_stride;
+    __m512 vv[W];
+    if constexpr (VT == DType::kQ8_0 && W == 2) {
+      load_q8_block(row, c, vv[0], vv[1]);
+    } else if constexpr (VT == DType::kQ8_0) {
+      vv[0] = load16<VT>(row, c);
+    } else {
+      for (int w = 0; w < W; ++w)
+        vv[w] = w + 1 < W || last == 0xFFFF ? load16<VT>(row, c + 16 * w) : load16_tail<VT>(row, c + 16 * w, last);
+    }
+    for (int h = 0; h < NB; ++h) {
+      const __m512 pj = _mm512_set1_ps(p[h * sp + j]);
+      for (int w = 0; w < W; ++w) a[h][w] = _mm512_fmadd_ps(pj, vv[w], a[h][w]);
+    }
+  }
+  for (int h = 0; h < NB; ++h)
+    for (int w = 0; w < W; ++w) _mm512_storeu_ps(acc[h] + c + 16 * w, a[h][w]);
+}
+
+template <DType VT, int NB>
+void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int64_t sp,
+                  float* const* acc) {
+  const int64_t dv = sh.dv;
+  int64_t c = 0;
+  for (; c + 32 <= dv; c += 32) values_pass<VT, NB, 2>(t, p, sp, acc, c, 0xFFFF);
+  for (; c < dv; c += 16) values_pass<VT, NB, 1>(t, p, sp, acc, c, lanes_below(std::min<int64_t>(16, dv - c)));
+}
+
+template <DType KT>
+void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s,
+                int64_t sp, const uint8_t* zero_row) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
+    const float* const* q = hd.q + h0;
+    float* sb = s + h0 * sp;
+    switch (std::min<int64_t>(8, hd.n - h0)) {
+      case 1: scores_block<KT, 1>(sh, t, q, sb, sp, zero_row); break;
+      case 2: scores_block<KT, 2>(sh, t, q, sb, sp, zero_row); break;
+      case 3: scores_block<KT, 3>(sh, t, q, sb, sp, zero_row); break;
+      case 4: scores_block<KT, 4>(sh, t, q, sb, sp, zero_row); break;
+      case 5: scores_block<KT, 5>(sh, t, q, sb, sp, zero_row); break;
+      case 6: scores_block<KT, 6>(sh, t, q, sb, sp, zero_row); break;
+      case 7: scores_block<KT, 7>(sh, t, q, sb, sp, zero_row); break;
+      default: scores_block<KT, 8>(sh, t, q, sb, sp, zero_row); break;
+    }
+  }
+}
+
+template <DType VT>
+void values_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, const float* p,
+                int64_t sp) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
+    float* const* acc = hd.acc + h0;
+    const float* pb = p + h0 * sp;
+    switch (std::min<int64_t>(8, hd.n - h0)) {
+      case 1: values_block<VT, 1>(sh, t, pb, sp, acc); break;
+      case 2: values_block<VT, 2>(sh, t, pb, sp, acc); break;
+      case 3: values_block<VT, 3>(sh, t, pb, sp, acc); break;
+      case 4: values_block<VT, 4>(sh, t, pb, sp, acc); break;
+      case 5: values_block<VT, 5>(sh, t, pb, sp, acc); break;
+      case 6: values_block<VT, 6>(sh, t, pb, sp, acc); break;
+      case 7: values_block<VT, 7>(sh, t, pb, sp, acc); break;
+      default: values_block<VT, 8>(sh, t, pb, sp, acc); break;
+    }
+  }
+}
+
+// Steps 3–4 and the rescale of step 5 for every head.
+void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
+  for (int64_t h = 0; h < hd.n; ++h) {
+    float* sh_s = s + h * sp;
+    __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int64_t j = 0; j < sp; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sh_s + j));
+    const float m_new = max_def(hd.m[h], reduce_max(mx));
+    const float c = exp_defined(hd.m[h] - m_new);
+    const __m512 mv = _mm512_set1_ps(m_new);
+    __m512 l = _mm512_mul_ps(_mm512_loadu_ps(hd.l[h]), _mm512_set1_ps(c));
+    for (int64_t j = 0; j < sp; j += 16) {
+      const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
+      _mm512_storeu_ps(sh_s + j, pj);
+      l = _mm512_add_ps(l, pj);
+    }
+    _mm512_storeu_ps(hd.l[h], l);
+    hd.m[h] = m_new;
+    if (c != 1.0f) {
+      const __m512 cv = _mm512_set1_ps(c);
+      for (int64_t d = 0; d < sh.dv; d += 16)
+        _mm512_storeu_ps(hd.acc[h] + d, _mm512_mul_ps(_mm512_loadu_ps(hd.acc[h] + d), cv));
+    }
+  }
+}
+
+}  // namespace
+
+void flash_tile_avx512(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
+                       float* scores) {
+  const int64_t sp = pad16(t.n_rows);
+  std::fill(scores, scores + hd.n * sp, -std::numeric_limits<float>::infinity());
+  thread_local std::vector<uint8_t> zero_row;
+  if (zero_row.size() < static_cast<size_t>(4 * sh.dk)) zero_row.assign(static_cast<size_t>(4 * sh.dk), 0);
+  switch (t.k_type) {
+    case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp, zero_row.data()); break;
+    case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp, zero_row.data()); break;
+    case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp, zero_row.data()); break;
+    default: scores_all<DType::kQ8_0>(sh, t, hd, scores, sp, zero_row.data()); break;
+  }
+  softmax_update(sh, hd, scores, sp);
+  switch (t.v_type) {
+    case DType::kF32: values_all<DType::kF32>(sh, t, hd, scores, sp); break;
+    case DType::kF16: values_all<DType::kF16>(sh, t, hd, scores, sp); break;
+    case DType::kBF16: values_all<DType::kBF16>(sh, t, hd, scores, sp); break;
+    default: values_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+  }
+}
+
+}  // namespace keel::kernels::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

@@ -1,0 +1,97 @@
+// Scalar twin of the flash tile (attention_flash.h): the definition written out plainly,
+// one element at a time. It reads any KV type through tensor::dequantize_row.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_flash.h"
+#include "kernels/exp_defined.h"
+
+// The definition separates multiplies from adds except where it says fma.
+#pragma GCC optimize("fp-contract=off")
+
+namespace keel::kernels::detail {
+
+float tree16_sum(const float* a) {
+  float t[8], u[4], w[2];
+  for (int i = 0; i < 8; ++i) t[i] = a[i] + a[i + 8];
+  for (int i = 0; i < 4; ++i) u[i] = t[i] + t[i + 4];
+  for (int i = 0; i < 2; ++i) w[i] = u[i] + u[i + 2];
+  return w[0] + w[1];
+}
+
+float tree16_max(const float* a) {
+  float t[8], u[4], w[2];
+  for (int i = 0; i < 8; ++i) t[i] = max_def(a[i], a[i + 8]);
+  for (int i = 0; i < 4; ++i) u[i] = max_def(t[i], t[i + 4]);
+  for (int i = 0; i < 2; ++i) w[i] = max_def(u[i], u[i + 2]);
+  return max_def(w[0], w[1]);
+}
+
+void flash_finish(float m, const float* l, const float* acc, const float* sink, int64_t dv,
+                  float* out) {
+  float denom = tree16_sum(l);
+  float c = 1.0f;
+  if (sink) {
+    const float m_f = max_def(m, *sink);
+    c = exp_defined(m - m_f);
+    denom = denom * c + exp_defined(*sink - m_f);  // the sink joins the denominator only
+  }
+  const float inv = 1.0f / denom;
+  for (int64_t d = 0; d < dv; ++d) out[d] = sink ? (acc[d] * c) * inv : acc[d] * inv;
+}
+
+namespace {
+
+float dot16(const float* q, const float* k, int64_t n) {
+  float a[16] = {};
+  for (int64_t i = 0; i < n; ++i) a[i % 16] = std::fma(q[i], k[i], a[i % 16]);
+  return tree16_sum(a);
+}
+
+}  // namespace
+
+void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
+                     float* scores) {
+  const int64_t sp = pad16(t.n_rows);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(std::max(sh.dk, sh.dv)));
+
+  // scores: [hd.n][sp]
+  for (int64_t i = 0; i < hd.n * sp; ++i) scores[i] = ninf;
+  for (int64_t j = t.j0; j < t.j1; ++j) {
+    tensor::dequantize_row(t.k_type, t.k + j * t.k_stride, row.data(), sh.dk);
+    for (int64_t h = 0; h < hd.n; ++h)
+      scores[h * sp + j] = flash_score(dot16(hd.q[h], row.data(), sh.dk), sh);
+  }
+
+  for (int64_t h = 0; h < hd.n; ++h) {
+    float* s = scores + h * sp;
+    float mx[16];
+    for (float& x : mx) x = ninf;
+    for (int64_t j = 0; j < sp; ++j) mx[j % 16] = max_def(mx[j % 16], s[j]);
+    const float m_new = max_def(hd.m[h], tree16_max(mx));
+    const float c = exp_defined(hd.m[h] - m_new);
+    for (int64_t j = 0; j < sp; ++j) s[j] = exp_defined(s[j] - m_new);
+    float* l = hd.l[h];
+    for (int i = 0; i < 16; ++i) l[i] = l[i] * c;
+    for (int64_t j = 0; j < sp; ++j) l[j % 16] = l[j % 16] + s[j];
+    hd.m[h] = m_new;
+    if (c != 1.0f) {
+      for (int64_t d = 0; d < sh.dv; ++d) hd.acc[h][d] = hd.acc[h][d] * c;
+    }
+  }
+
+  for (int64_t j = t.j0; j < t.j1; ++j) {
+    tensor::dequantize_row(t.v_type, t.v + j * t.v_stride, row.data(), sh.dv);
+    for (int64_t h = 0; h < hd.n; ++h) {
+      const float p = scores[h * sp + j];
+      float* acc = hd.acc[h];
+      for (int64_t d = 0; d < sh.dv; ++d) acc[d] = std::fma(p, row[d], acc[d]);
+    }
+  }
+}
+
+}  // namespace keel::kernels::detail
