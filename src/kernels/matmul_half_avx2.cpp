@@ -46,8 +46,11 @@ void tile(const WeightMatrix& w, const float* x, int64_t r0, float* y, int64_t o
   for (int i = 0; i < W; ++i)
     for (int b = 0; b < B; ++b) s[i][b] = _mm256_setzero_ps();
   for (int64_t k = 0; k < n8; k += 8) {
-    if (next != nullptr && (k & 31) == 0) {  // one 64-byte line per row every 4 steps
-      for (int i = 0; i < W; ++i) _mm_prefetch(reinterpret_cast<const char*>(next[i] + 2 * k), _MM_HINT_T0);
+    if (next != nullptr) {  // a row needs a 64-byte line every 4 steps: a quarter of them a step, into L2
+      const int64_t s = k / 8;
+      for (int i = static_cast<int>(s & 3); i < W; i += 4) {
+        _mm_prefetch(reinterpret_cast<const char*>(next[i] + 16 * (s & ~int64_t{3})), _MM_HINT_T1);
+      }
     }
     __m256 xv[B];
     for (int b = 0; b < B; ++b) xv[b] = _mm256_loadu_ps(xr[b] + k);
