@@ -9,20 +9,35 @@
 #include "kernels/rope.h"
 
 namespace keel::model {
+namespace {
+
+// One buffer per live intermediate of a pass; every user overwrites what it reads.
+enum Slot { kX, kH, kY, kQ, kK, kV, kAttn, kGate, kUp, kPicked, kSlots };
+
+// This thread's buffer for `slot`, at least n floats; grows to the largest batch seen and
+// stays, so steady-state decode steps allocate nothing here.
+float* scratch(Slot slot, int64_t n) {
+  thread_local std::vector<float> buffers[kSlots];
+  std::vector<float>& b = buffers[slot];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+
+}  // namespace
 
 Residual::Residual(const ForwardPass& fp)
     : fp_(fp),
-      x_(static_cast<size_t>(fp.n_rows() * fp.hp().n_embd)),
-      h_(x_.size()),
-      y_(x_.size()) {}
+      x_(scratch(kX, fp.n_rows() * fp.hp().n_embd)),
+      h_(scratch(kH, fp.n_rows() * fp.hp().n_embd)),
+      y_(scratch(kY, fp.n_rows() * fp.hp().n_embd)) {}
 
 void Residual::add(const float* pre_norm, const float* post_norm, Block block) {
   const int64_t n = fp_.n_rows(), d = fp_.hp().n_embd;
   const float eps = fp_.hp().norm_eps;
-  kernels::rms_norm(x_.data(), pre_norm, n, d, eps, h_.data());
-  block(h_.data(), y_.data());
-  if (post_norm) kernels::rms_norm(y_.data(), post_norm, n, d, eps, y_.data());
-  kernels::add_inplace(x_.data(), y_.data(), n * d);
+  kernels::rms_norm(x_, pre_norm, n, d, eps, h_);
+  block(h_, y_);
+  if (post_norm) kernels::rms_norm(y_, post_norm, n, d, eps, y_);
+  kernels::add_inplace(x_, y_, n * d);
 }
 
 void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y) {
@@ -47,38 +62,36 @@ void self_attention(ForwardPass& fp, int32_t layer, const AttentionWeights& w, c
   const HParams& hp = fp.hp();
   const int64_t n = fp.n_rows();
   // q: [n][n_head*dk], k: [n][n_kv*dk], v: [n][n_kv*dv], attn: [n][n_head*dv]
-  std::vector<float> q(n * hp.n_head * hp.head_dim_k), k(n * hp.n_head_kv * hp.head_dim_k),
-      v(n * hp.n_head_kv * hp.head_dim_v), attn(n * hp.n_head * hp.head_dim_v);
-  linear(fp, w.q, h, q.data());
-  linear(fp, w.k, h, k.data());
-  linear(fp, w.v, h, v.data());
-  if (w.q_norm) {
-    kernels::rms_norm(q.data(), w.q_norm, n * hp.n_head, hp.head_dim_k, hp.norm_eps, q.data());
-  }
-  if (w.k_norm) {
-    kernels::rms_norm(k.data(), w.k_norm, n * hp.n_head_kv, hp.head_dim_k, hp.norm_eps,
-                      k.data());
-  }
+  float* q = scratch(kQ, n * hp.n_head * hp.head_dim_k);
+  float* k = scratch(kK, n * hp.n_head_kv * hp.head_dim_k);
+  float* v = scratch(kV, n * hp.n_head_kv * hp.head_dim_v);
+  float* attn = scratch(kAttn, n * hp.n_head * hp.head_dim_v);
+  linear(fp, w.q, h, q);
+  linear(fp, w.k, h, k);
+  linear(fp, w.v, h, v);
+  if (w.q_norm) kernels::rms_norm(q, w.q_norm, n * hp.n_head, hp.head_dim_k, hp.norm_eps, q);
+  if (w.k_norm) kernels::rms_norm(k, w.k_norm, n * hp.n_head_kv, hp.head_dim_k, hp.norm_eps, k);
   const kernels::RopeParams& rope = hp.layers.at(static_cast<size_t>(layer)).rope;
-  kernels::rope(q.data(), fp.positions(), n, hp.n_head, hp.head_dim_k, rope);
-  kernels::rope(k.data(), fp.positions(), n, hp.n_head_kv, hp.head_dim_k, rope);
-  fp.attend(layer, q.data(), k.data(), v.data(), w.sinks, attn.data());
-  linear(fp, w.o, attn.data(), out);
+  kernels::rope(q, fp.positions(), n, hp.n_head, hp.head_dim_k, rope);
+  kernels::rope(k, fp.positions(), n, hp.n_head_kv, hp.head_dim_k, rope);
+  fp.attend(layer, q, k, v, w.sinks, attn);
+  linear(fp, w.o, attn, out);
 }
 
 void gated_ffn(const ForwardPass& fp, const GatedFfnWeights& w, Activation act, const float* h,
                float* out) {
   const int64_t n = fp.n_rows(), n_ff = w.gate.w.n_out;
   // gate, up: [n][n_ff]
-  std::vector<float> gate(n * n_ff), up(n * n_ff);
-  linear(fp, w.gate, h, gate.data());
-  linear(fp, w.up, h, up.data());
+  float* gate = scratch(kGate, n * n_ff);
+  float* up = scratch(kUp, n * n_ff);
+  linear(fp, w.gate, h, gate);
+  linear(fp, w.up, h, up);
   if (act == Activation::kSilu) {
-    kernels::silu_mul(gate.data(), up.data(), n * n_ff, gate.data());
+    kernels::silu_mul(gate, up, n * n_ff, gate);
   } else {
-    kernels::gelu_tanh_mul(gate.data(), up.data(), n * n_ff, gate.data());
+    kernels::gelu_tanh_mul(gate, up, n * n_ff, gate);
   }
-  linear(fp, w.down, gate.data(), out);
+  linear(fp, w.down, gate, out);
 }
 
 void output_logits(ForwardPass& fp, const float* x, const float* norm,
@@ -88,14 +101,13 @@ void output_logits(ForwardPass& fp, const float* x, const float* norm,
   const int64_t n = static_cast<int64_t>(rows.size());
   if (n == 0) return;
   // picked: [n][n_embd] normalized rows that want logits
-  std::vector<float> picked(n * hp.n_embd);
+  float* picked = scratch(kPicked, n * hp.n_embd);
   for (int64_t i = 0; i < n; ++i) {
-    kernels::rms_norm(x + rows[i] * hp.n_embd, norm, 1, hp.n_embd, hp.norm_eps,
-                      picked.data() + i * hp.n_embd);
+    kernels::rms_norm(x + rows[i] * hp.n_embd, norm, 1, hp.n_embd, hp.norm_eps, picked + i * hp.n_embd);
   }
   std::vector<float>& logits = fp.logits();
   logits.assign(static_cast<size_t>(n * head.n_out), 0.0f);
-  kernels::matmul(head, picked.data(), n, logits.data(), fp.pool());
+  kernels::matmul(head, picked, n, logits.data(), fp.pool());
   kernels::softcap(logits.data(), n * head.n_out, final_softcap);
 }
 

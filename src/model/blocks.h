@@ -3,7 +3,9 @@
 // what differs per architecture lives in its own arch_*.cpp.
 //
 // All blocks work on [n_rows][width] f32 activations of a ForwardPass, reduce in a fixed
-// order per output element (kernels/), and throw keel::Error on bad input.
+// order per output element (kernels/), and throw keel::Error on bad input. Their
+// intermediate buffers are per-thread scratch kept across passes (no allocation per decode
+// step once a thread has run a batch as large): a forward pass runs on one thread.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +30,12 @@ struct GatedFfnWeights {
   Linear gate, up, down;
 };
 
-// The residual stream x [n_rows][n_embd] of a pass, with scratch for one block.
+// The residual stream x [n_rows][n_embd] of a pass, with scratch for one block. Its
+// buffers are this thread's reusable scratch (one Residual per thread at a time).
 class Residual {
  public:
   explicit Residual(const ForwardPass& fp);
-  float* x() { return x_.data(); }
+  float* x() { return x_; }
   // Non-owning (no allocation per call): the block must outlive add() — a lambda argument does.
   using Block = FunctionRef<void(const float* h, float* y)>;
   // x += post_norm(block(rms_norm(x, pre_norm))); post_norm may be null (no norm).
@@ -40,7 +43,7 @@ class Residual {
 
  private:
   const ForwardPass& fp_;
-  std::vector<float> x_, h_, y_;  // each [n_rows][n_embd]
+  float *x_, *h_, *y_;  // each [n_rows][n_embd]
 };
 
 // y[n_rows][l.w.n_out] = x[n_rows][l.w.n_in] · Wᵀ (+ bias)
