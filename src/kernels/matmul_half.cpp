@@ -3,6 +3,7 @@
 #include "kernels/matmul_half.h"
 
 #include <cstring>
+#include <vector>
 
 #include "core/cpu.h"
 #include "kernels/matmul.h"
@@ -23,6 +24,13 @@ float add_tail(float sum, const uint8_t* row, bool bf16, const float* x, int64_t
     sum += prod;
   }
   return sum;
+}
+
+float* scratch_floats(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n + 16) buf.resize(n + 16);
+  const auto p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
 }
 
 }  // namespace half

@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_half_internal.h"
@@ -191,15 +190,6 @@ void direct_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* 
   }
 }
 
-// 64-byte aligned f32 scratch of at least n floats, one per thread (no allocation once
-// grown).
-float* scratch(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n + 16) buf.resize(n + 16);
-  const auto p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
-}
-
 // Widens each 16-row block once, then runs every activation-row tile over it. (Blocking
 // the reduction for L1 as well measured slower here: the widened block streams from L2
 // fast enough, and the sums' round trips cost more.)
@@ -207,7 +197,7 @@ template <bool kBf16>
 void scratch_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
   const int64_t steps = w.n_in / 8;
   const int64_t group_floats = steps * kPairs * 16;  // [step][pair][16]
-  float* ws = scratch(static_cast<size_t>(kGroups * group_floats));
+  float* ws = scratch_floats(static_cast<size_t>(kGroups * group_floats));
   for (int64_t o = ob; o < oe; o += kBlockRows) {
     TileRows t[kGroups];
     int n_groups = 0;

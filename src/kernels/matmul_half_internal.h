@@ -4,6 +4,7 @@
 // instructions into code another path runs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace keel::kernels {
@@ -15,6 +16,11 @@ namespace keel::kernels::half {
 // Adds the reduction tail k in [k0, n) to `sum` in ascending order, one mul then one add
 // each (dot_f32's tail). `row` is the weight row in its stored f16/bf16 form.
 float add_tail(float sum, const uint8_t* row, bool bf16, const float* x, int64_t k0, int64_t n);
+
+// A 64-byte aligned buffer of at least n floats, one per thread, reused (no allocation
+// once grown); valid until the thread's next call. Here rather than in an ISA file so the
+// std::vector code it instantiates is baseline code any caller may share.
+float* scratch_floats(size_t n);
 
 // Rows [o_begin, o_end) of y[n_rows][w.n_out] for `w` of type bf16 (kBf16) or f16: same
 // contract and bits as matmul_half_range. The AVX-512 one needs avx512f+bw+vl; both need
