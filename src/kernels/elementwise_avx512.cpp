@@ -61,12 +61,18 @@ struct V512 {
 
 }  // namespace
 
+}  // namespace keel::kernels
+
+// The accessor runs on any CPU: it must not execute an instruction of the target above before
+// the check (the table is built only when the machine has the ISA).
+#pragma GCC pop_options
+
+namespace keel::kernels {
+
 const ElementwiseOps* elementwise_avx512_ops() {
+  if (!(cpu_features().avx512f && cpu_features().fma)) return nullptr;
   static const ElementwiseOps ops = simd::make_ops<V512>(ElemIsa::kAvx512);
-  static const bool ok = cpu_features().avx512f && cpu_features().fma;
-  return ok ? &ops : nullptr;
+  return &ops;
 }
 
 }  // namespace keel::kernels
-
-#pragma GCC pop_options

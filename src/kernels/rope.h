@@ -8,9 +8,14 @@
 //   cos/sin are multiplied by attn_factor, and with YaRN by 1 + 0.1·ln(1/freq_scale).
 // kNormal rotates adjacent pairs (2i, 2i+1) (llama's converter permuted Q/K for it);
 // kNeox rotates (i, i + n_rot/2). Dims n_rot..head_dim−1 pass through (partial rotary).
-// Angles are computed in double, then rounded once.
+// Angles are computed in double, then rounded once. rope() keeps the cos/sin rows of its last
+// few (parameters, positions) batches per thread (rope_angles.h): the Q and K calls of every
+// layer of one forward pass compute them once. The rotation runs on the element-wise SIMD table
+// (elementwise_isa.h), bitwise equal to its scalar twin.
 //
-// Contract: pure, thread-safe. n_rot even, 0 < n_rot <= head_dim, else keel::Error.
+// Contract: thread-safe; results depend only on the arguments (the cache holds exact copies
+// of fresh values; ~n_rows·n_rot·16 bytes per thread). n_rot even, 0 < n_rot <= head_dim, else
+// keel::Error.
 #pragma once
 
 #include <cstdint>

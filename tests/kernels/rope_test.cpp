@@ -1,9 +1,11 @@
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "kernels/elementwise_isa.h"
 #include "kernels/rope.h"
 
 namespace keel::kernels {
@@ -95,6 +97,60 @@ TEST(Rope, YarnMagnitudeFactor) {
   // Highest-frequency pair extrapolates (θ = pos), lowest interpolates (θ = pos·freq_scale).
   rope_cos_sin(p, 7.0, false, c.data(), s.data());
   EXPECT_NEAR(std::atan2(s[0], c[0]), std::remainder(7.0, 2 * M_PI), 1e-5);
+}
+
+// rope() on rows == rope_cos_sin at each row's position + the scalar rotation, bitwise,
+// whatever the per-thread angle cache holds: parameter sets beyond its capacity, positions
+// that change, and freq_factors whose contents change behind the same pointer.
+TEST(Rope, EqualsDefinitionBitwiseWhateverTheCacheHolds) {
+  const int64_t hd = 64, heads = 2, n_rows = 5;
+  std::vector<float> factors(32, 1.0f);  // [n_rot/2]
+  std::vector<RopeParams> sets;
+  for (int k = 0; k < 6; ++k) {
+    RopeParams p;
+    p.mode = k % 2 ? RopeMode::kNeox : RopeMode::kNormal;
+    p.n_rot = k == 5 ? 32 : 64;
+    p.base = 10000.0f + 1000.0f * k;
+    if (k == 1 || k == 4) p.freq_factors = factors.data();
+    if (k == 3) {
+      p.ext_factor = 1.0f;
+      p.freq_scale = 0.25f;
+      p.n_ctx_orig = 512;
+    }
+    sets.push_back(p);
+  }
+  std::vector<float> c(32), s(32);
+  uint32_t rng = 1;  // a fixed walk over (set, positions), mostly cache hits
+  for (int step = 0; step < 200; ++step) {
+    rng = rng * 1664525u + 1013904223u;
+    const size_t k = (rng >> 8) % (step < 100 ? 3 : sets.size());
+    const int64_t shift = (rng >> 16) % 2 ? 100 : 0;
+    if (step % 17 == 16) factors[3] = 2.5f + static_cast<float>(step);  // same pointer
+    const RopeParams& p = sets[k];
+    std::vector<int64_t> pos(n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) pos[r] = 7 * r + shift;
+    auto got = ramp(n_rows * heads * hd), want = got;
+    rope(got.data(), pos.data(), n_rows, heads, hd, p);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      rope_cos_sin(p, static_cast<double>(pos[r]), true, c.data(), s.data());
+      elementwise_scalar_ops().rope_rotate(want.data() + r * heads * hd, heads, hd, p.mode,
+                                           p.n_rot, c.data(), s.data());
+    }
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0)
+        << "step " << step << " set " << k;
+  }
+}
+
+// A row's result does not depend on the rows around it.
+TEST(Rope, RowsIndependentOfBatch) {
+  RopeParams p;
+  p.n_rot = 64;
+  const int64_t hd = 64, heads = 4;
+  const std::vector<int64_t> pos = {3, 9, 200, 4097};
+  auto all = ramp(pos.size() * heads * hd), one = all;
+  rope(all.data(), pos.data(), static_cast<int64_t>(pos.size()), heads, hd, p);
+  for (size_t r = 0; r < pos.size(); ++r) rope(one.data() + r * heads * hd, &pos[r], 1, heads, hd, p);
+  EXPECT_EQ(std::memcmp(all.data(), one.data(), 4 * all.size()), 0);
 }
 
 TEST(Rope, RejectsBadRotaryDims) {
