@@ -1,8 +1,11 @@
-// F16 / BF16 weights by f32 activations with AVX2 + F16C: the reference arithmetic of
+// F16 / BF16 weights by f32 activations (AVX2 + F16C, or AVX-512): the reference arithmetic of
 // kernels::matmul (each weight row widened to f32 exactly, then dot_f32's order: 8
 // interleaved partial sums, mul then add, pairwise combine, ascending tail) done with 8-lane
 // vectors, so the results are bitwise those of the scalar reference — for 1 row or n.
-// Rows [o_begin, o_end) of y[n_rows][w.n_out]; thread-safety as kernels::matmul.
+// Runs the AVX-512 implementation where the machine has avx512f/bw/vl, else AVX2 (both in
+// matmul_half_internal.h); KEEL_CPU caps the choice.
+// Rows [o_begin, o_end) of y[n_rows][w.n_out]; thread-safety as kernels::matmul (each
+// thread uses its own widening scratch, which stays allocated for reuse).
 #pragma once
 
 #include <cstdint>
