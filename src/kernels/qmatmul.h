@@ -67,8 +67,15 @@ using PanelFn = void (*)(const uint8_t* panel, int64_t n_blocks, const ActRows& 
 // The panel kernel of `isa` for `type`, or nullptr (scalar has none: it uses twin_dot).
 PanelFn panel_kernel(Isa isa, tensor::DType type);
 
+// A kernel over two adjacent panels at once (`panel` and the one after it in the packed
+// matrix, outputs y[.. 16) and y[16 ..); n_valid counts the second panel's lanes): each
+// activation load then feeds both, for prefill. Same per-lane arithmetic as panel_kernel,
+// so the same bits. nullptr where there is none.
+PanelFn panel_pair_kernel(Isa isa, tensor::DType type);
+
 // Per-ISA tables (defined in qmatmul_avx512.cpp / qmatmul_avx2.cpp).
 PanelFn panel_kernel_avx512(tensor::DType type);
 PanelFn panel_kernel_avx2(tensor::DType type);
+PanelFn panel_pair_kernel_avx512(tensor::DType type);
 
 }  // namespace keel::kernels::q

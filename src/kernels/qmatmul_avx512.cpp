@@ -59,45 +59,63 @@ void store_rows(const __m512 (&acc)[R], float* y, int64_t r0, int64_t ldy, int n
 }
 
 // q4_0 (kQ4) and q8_0: isum = dot(u, x) - offset * xsum, u the stored unsigned quants.
-template <int R, bool kQ4>
+// P panels (1, or 2 adjacent ones: panel q at panel + q * nb blocks, outputs y + 16 q) share
+// each activation broadcast, offset and scale; n_valid counts the last panel's lanes.
+template <int R, int P, bool kQ4>
 void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
                  int64_t ldy, int n_valid) {
   constexpr size_t kBlockBytes = kQ4 ? 288 : 544;
   constexpr int kOffset = kQ4 ? 8 : 128;
+  const size_t stride = static_cast<size_t>(nb) * kBlockBytes;
   const RowPtrs<R> p(a, r0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc[P][R];
+  for (int q = 0; q < P; ++q) {
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = panel + b * kBlockBytes;
-    const __m512 dw = load_f16x16(blk);
-    __m512i isum[R];
-    for (int r = 0; r < R; ++r) isum[r] = _mm512_set1_epi32(-kOffset * p.s32[r][b]);
+    __m512i isum[P][R];
+    for (int r = 0; r < R; ++r) {
+      const __m512i off = _mm512_set1_epi32(-kOffset * p.s32[r][b]);
+      for (int q = 0; q < P; ++q) isum[q][r] = off;
+    }
     if constexpr (kQ4) {
       for (int k = 0; k < 4; ++k) {
-        const __m512i v = load512(blk + 32 + 64 * k);
-        const __m512i lo = _mm512_and_si512(v, m4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        __m512i lo[P], hi[P];
+        for (int q = 0; q < P; ++q) {
+          const __m512i v = load512(blk + q * stride + 32 + 64 * k);
+          lo[q] = _mm512_and_si512(v, m4);
+          hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
         for (int r = 0; r < R; ++r) {
           const int8_t* xb = p.x[r] + 32 * b;
-          isum[r] = _mm512_dpbusd_epi32(isum[r], lo, bcast4(xb + 4 * k));
-          isum[r] = _mm512_dpbusd_epi32(isum[r], hi, bcast4(xb + 16 + 4 * k));
+          const __m512i xl = bcast4(xb + 4 * k), xh = bcast4(xb + 16 + 4 * k);
+          for (int q = 0; q < P; ++q) {
+            isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], lo[q], xl);
+            isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], hi[q], xh);
+          }
         }
       }
     } else {
       for (int g = 0; g < 8; ++g) {
-        const __m512i v = load512(blk + 32 + 64 * g);
+        __m512i v[P];
+        for (int q = 0; q < P; ++q) v[q] = load512(blk + q * stride + 32 + 64 * g);
         for (int r = 0; r < R; ++r) {
-          isum[r] = _mm512_dpbusd_epi32(isum[r], v, bcast4(p.x[r] + 32 * b + 4 * g));
+          const __m512i x = bcast4(p.x[r] + 32 * b + 4 * g);
+          for (int q = 0; q < P; ++q) isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], v[q], x);
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(p.d[r][b]));
-      acc[r] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum[r]), acc[r]);
+    for (int q = 0; q < P; ++q) {
+      const __m512 dw = load_f16x16(blk + q * stride);
+      for (int r = 0; r < R; ++r) {
+        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(p.d[r][b]));
+        acc[q][r] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum[q][r]), acc[q][r]);
+      }
     }
   }
-  store_rows<R>(acc, y, r0, ldy, n_valid);
+  for (int q = 0; q < P; ++q) store_rows<R>(acc[q], y + 16 * q, r0, ldy, q == P - 1 ? n_valid : 16);
 }
 
 // Bit s of every byte of v moved to bit 4 (other bits: garbage, masked by the caller).
@@ -114,71 +132,95 @@ inline __m512i with_bit4(__m512i q, __m512i hv) {
   return _mm512_ternarylogic_epi32(q, bit_to_4<S>(hv), _mm512_set1_epi8(0x10), 0xF8);
 }
 
-// q4_K, and q5_K (kFive) whose nibbles sit where q4_K's do, fifth bits behind them.
-template <int R, bool kFive, int C>
-inline void k4_pair(const uint8_t* blk, const int8_t* const (&xb)[R], __m512i (&lo)[R], __m512i (&hi)[R]) {
+// q4_K, and q5_K (kFive) whose nibbles sit where q4_K's do, fifth bits behind them; P
+// adjacent panels (as legacy_rows) share each activation broadcast.
+template <int R, int P, bool kFive, int C>
+inline void k4_pair(const uint8_t* blk, size_t stride, const int8_t* const (&xb)[R], __m512i (&lo)[P][R],
+                    __m512i (&hi)[P][R]) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int q = 0; q < P; ++q) {
+    for (int r = 0; r < R; ++r) lo[q][r] = hi[q][r] = _mm512_setzero_si512();
+  }
   for (int k = 0; k < 8; ++k) {
-    const __m512i v = load512(blk + 320 + 64 * (8 * C + k));
-    __m512i l = _mm512_and_si512(v, m4);
-    __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    if constexpr (kFive) {
-      const __m512i hv = load512(blk + 2368 + 64 * k);
-      l = with_bit4<2 * C>(l, hv);
-      h = with_bit4<2 * C + 1>(h, hv);
+    __m512i l[P], h[P];
+    for (int q = 0; q < P; ++q) {
+      const __m512i v = load512(blk + q * stride + 320 + 64 * (8 * C + k));
+      l[q] = _mm512_and_si512(v, m4);
+      h[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (kFive) {
+        const __m512i hv = load512(blk + q * stride + 2368 + 64 * k);
+        l[q] = with_bit4<2 * C>(l[q], hv);
+        h[q] = with_bit4<2 * C + 1>(h[q], hv);
+      }
     }
     for (int r = 0; r < R; ++r) {
-      lo[r] = _mm512_dpbusd_epi32(lo[r], l, bcast4(xb[r] + 64 * C + 4 * k));
-      hi[r] = _mm512_dpbusd_epi32(hi[r], h, bcast4(xb[r] + 64 * C + 32 + 4 * k));
+      const __m512i xl = bcast4(xb[r] + 64 * C + 4 * k), xh = bcast4(xb[r] + 64 * C + 32 + 4 * k);
+      for (int q = 0; q < P; ++q) {
+        lo[q][r] = _mm512_dpbusd_epi32(lo[q][r], l[q], xl);
+        hi[q][r] = _mm512_dpbusd_epi32(hi[q][r], h[q], xh);
+      }
     }
   }
 }
 
-template <int R, bool kFive>
+template <int R, int P, bool kFive>
 void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
              int64_t ldy, int n_valid) {
-  const RowPtrs<R> p(a, r0);
   constexpr size_t kBlockBytes = kFive ? 2880 : 2368;
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const size_t stride = static_cast<size_t>(nb) * kBlockBytes;
+  const RowPtrs<R> p(a, r0);
+  __m512 acc[P][R];
+  for (int q = 0; q < P; ++q) {
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = panel + b * kBlockBytes;
     const int8_t* xb[R];
     for (int r = 0; r < R; ++r) xb[r] = p.x[r] + 256 * b;
-    __m512i A[R], B[R];
-    for (int r = 0; r < R; ++r) A[r] = B[r] = _mm512_setzero_si512();
+    __m512i A[P][R], B[P][R];
+    for (int q = 0; q < P; ++q) {
+      for (int r = 0; r < R; ++r) A[q][r] = B[q][r] = _mm512_setzero_si512();
+    }
     for (int c = 0; c < 4; ++c) {
-      __m512i lo[R], hi[R];
-      for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+      __m512i lo[P][R], hi[P][R];
       switch (c) {
-        case 0: k4_pair<R, kFive, 0>(blk, xb, lo, hi); break;
-        case 1: k4_pair<R, kFive, 1>(blk, xb, lo, hi); break;
-        case 2: k4_pair<R, kFive, 2>(blk, xb, lo, hi); break;
-        default: k4_pair<R, kFive, 3>(blk, xb, lo, hi); break;
+        case 0: k4_pair<R, P, kFive, 0>(blk, stride, xb, lo, hi); break;
+        case 1: k4_pair<R, P, kFive, 1>(blk, stride, xb, lo, hi); break;
+        case 2: k4_pair<R, P, kFive, 2>(blk, stride, xb, lo, hi); break;
+        default: k4_pair<R, P, kFive, 3>(blk, stride, xb, lo, hi); break;
       }
-      const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 32 * c)));
-      const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 80 + 32 * c)));
-      for (int r = 0; r < R; ++r) {
-        A[r] = _mm512_add_epi32(A[r], _mm512_add_epi32(_mm512_mullo_epi32(sl, lo[r]),
-                                                       _mm512_mullo_epi32(sh, hi[r])));
+      for (int q = 0; q < P; ++q) {
+        const uint8_t* sc = blk + q * stride + 64 + 32 * c;
+        const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+        const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+        for (int r = 0; r < R; ++r) {
+          A[q][r] = _mm512_add_epi32(A[q][r], _mm512_add_epi32(_mm512_mullo_epi32(sl, lo[q][r]),
+                                                               _mm512_mullo_epi32(sh, hi[q][r])));
+        }
       }
     }
     for (int k = 0; k < 4; ++k) {
-      const __m512i mp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 192 + 32 * k)));
+      __m512i mp[P];
+      for (int q = 0; q < P; ++q) {
+        mp[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q * stride + 192 + 32 * k)));
+      }
       for (int r = 0; r < R; ++r) {
         int32_t pair;
         std::memcpy(&pair, p.s32[r] + 8 * b + 2 * k, 4);
-        B[r] = _mm512_dpwssd_epi32(B[r], mp, _mm512_set1_epi32(pair));
+        const __m512i sums = _mm512_set1_epi32(pair);
+        for (int q = 0; q < P; ++q) B[q][r] = _mm512_dpwssd_epi32(B[q][r], mp[q], sums);
       }
     }
-    const __m512 d = load_f16x16(blk), dmin = load_f16x16(blk + 32);
-    for (int r = 0; r < R; ++r) {
-      const __m512 dx = _mm512_set1_ps(p.d[r][b]);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(A[r]), acc[r]);
-      acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(B[r]), acc[r]);
+    for (int q = 0; q < P; ++q) {
+      const __m512 d = load_f16x16(blk + q * stride), dmin = load_f16x16(blk + q * stride + 32);
+      for (int r = 0; r < R; ++r) {
+        const __m512 dx = _mm512_set1_ps(p.d[r][b]);
+        acc[q][r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(A[q][r]), acc[q][r]);
+        acc[q][r] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(B[q][r]), acc[q][r]);
+      }
     }
   }
-  store_rows<R>(acc, y, r0, ldy, n_valid);
+  for (int q = 0; q < P; ++q) store_rows<R>(acc[q], y + 16 * q, r0, ldy, q == P - 1 ? n_valid : 16);
 }
 
 template <int R>
@@ -235,10 +277,14 @@ void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64
   if (r < r1) K<1>::run(panel, nb, a, r, y, ldy, n_valid);
 }
 
-template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q5_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, true>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 1, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 1, true>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q8_0K2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 2, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_0K2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 2, true>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 1, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q4_KK2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 2, false>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q5_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 1, true>(p, nb, a, r0, y, ldy, n); } };
+template <int R> struct Q5_KK2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 2, true>(p, nb, a, r0, y, ldy, n); } };
 template <int R> struct Q6_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q6_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
 
 }  // namespace
@@ -251,6 +297,17 @@ PanelFn panel_kernel_avx512(tensor::DType type) {
     case tensor::DType::kQ4_K: return tiled<Q4_KK, kTileNarrow>;
     case tensor::DType::kQ5_K: return tiled<Q5_KK, kTileNarrow>;
     case tensor::DType::kQ6_K: return tiled<Q6_KK, kTileWide>;
+    default: return nullptr;
+  }
+}
+
+PanelFn panel_pair_kernel_avx512(tensor::DType type) {
+  switch (type) {
+    // Two panels: 4 vectors per row (accumulators and block sums), so 4 rows per tile.
+    case tensor::DType::kQ8_0: return tiled<Q8_0K2, kTileNarrow>;
+    case tensor::DType::kQ4_0: return tiled<Q4_0K2, kTileNarrow>;
+    case tensor::DType::kQ4_K: return tiled<Q4_KK2, 3>;
+    case tensor::DType::kQ5_K: return tiled<Q5_KK2, 2>;
     default: return nullptr;
   }
 }

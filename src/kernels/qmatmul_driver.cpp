@@ -26,6 +26,8 @@ thread_local int t_path = -1;  // -1: the process default
 
 // Activation rows per task on the prefill path: a multiple of the kernels' 4-row tile.
 constexpr int64_t kRowChunk = 32;
+// Activation rows from which panel pairs pay (q::panel_pair_kernel).
+constexpr int64_t kPairMinRows = 4;
 // Below this many multiply-adds a product runs inline (waking workers costs more).
 constexpr int64_t kMinParallelWork = 1 << 15;
 
@@ -93,13 +95,25 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
   const q::PanelFn fn = path == MatmulPath::kAuto ? q::panel_kernel(q::best_isa(), w.type) : nullptr;
   if (fn && w.pack) {
     const q::PackedMatrix& pm = w.pack->get(w, pool);
+    // Prefill takes panels two at a time where a pair kernel exists (each activation load
+    // then feeds twice the outputs); decode keeps single panels (finer work split).
+    const q::PanelFn pair = n_rows >= kPairMinRows ? q::panel_pair_kernel(q::best_isa(), w.type) : nullptr;
+    const int64_t group = pair ? 2 : 1;
+    const int64_t n_groups = (pm.n_panels() + group - 1) / group;
     const int64_t n_rc = (n_rows + kRowChunk - 1) / kRowChunk;
-    run_tasks(pool, pm.n_panels() * n_rc, work, [&](int64_t b, int64_t e) {
+    auto n_valid = [&](int64_t p) {
+      return static_cast<int>(std::min<int64_t>(q::kPanelRows, w.n_out - p * q::kPanelRows));
+    };
+    run_tasks(pool, n_groups * n_rc, work, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
-        const int64_t p = t / n_rc, rc = t % n_rc;
-        const int n_valid = static_cast<int>(std::min<int64_t>(q::kPanelRows, w.n_out - p * q::kPanelRows));
-        fn(pm.panel(p), pm.n_blocks(), a, rc * kRowChunk, std::min(n_rows, (rc + 1) * kRowChunk),
-           y + p * q::kPanelRows, w.n_out, n_valid);
+        const int64_t p = t / n_rc * group, rc = t % n_rc;
+        const int64_t r0 = rc * kRowChunk, r1 = std::min(n_rows, (rc + 1) * kRowChunk);
+        float* yp = y + p * q::kPanelRows;
+        if (pair && p + 1 < pm.n_panels()) {
+          pair(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p + 1));
+        } else {
+          fn(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p));
+        }
       }
     });
     return true;

@@ -153,6 +153,10 @@ float twin_dot(tensor::DType type, const uint8_t* w_row, const ActRows& a, int64
   }
 }
 
+PanelFn panel_pair_kernel(Isa isa, tensor::DType type) {
+  return isa == Isa::kAvx512 ? panel_pair_kernel_avx512(type) : nullptr;
+}
+
 PanelFn panel_kernel(Isa isa, tensor::DType type) {
   switch (isa) {
     case Isa::kAvx512: return panel_kernel_avx512(type);

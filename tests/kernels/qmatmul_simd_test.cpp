@@ -2,6 +2,7 @@
 // odd batch counts, hostile block contents), the twin against the f32 reference (within the
 // bound 8-bit activation rounding allows), batch and thread-count invariance through
 // kernels::matmul, and the activation quantizer.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -100,13 +101,26 @@ void check_kernels_against_twin(DType type, const std::vector<uint8_t>& data, in
     }
     expect_bitwise(y.data(), twin.data(), n_rows * n_out,
                    std::string(tensor::dtype_name(type)) + " " + q::isa_name(isa) + " vs twin");
+    // The two-panel kernel (prefill): pairs (p, p + 1), an odd last panel by the single one.
+    const q::PanelFn pair = q::panel_pair_kernel(isa, type);
+    if (!pair) continue;
+    std::fill(y.begin(), y.end(), -1.0f);
+    for (int64_t p = 0; p < pm.n_panels(); p += 2) {
+      const bool two = p + 1 < pm.n_panels();
+      const int n_valid = static_cast<int>(std::min<int64_t>(16, n_out - 16 * (two ? p + 1 : p)));
+      const q::PanelFn f = two ? pair : fn;
+      f(pm.panel(p), pm.n_blocks(), a, 0, n_rows / 3, y.data() + 16 * p, n_out, n_valid);
+      f(pm.panel(p), pm.n_blocks(), a, n_rows / 3, n_rows, y.data() + 16 * p, n_out, n_valid);
+    }
+    expect_bitwise(y.data(), twin.data(), n_rows * n_out,
+                   std::string(tensor::dtype_name(type)) + " " + q::isa_name(isa) + " pairs vs twin");
   }
   if (tested == 0) std::printf("[qmatmul] %s: no SIMD kernel on this machine\n", tensor::dtype_name(type));
 }
 
 TEST_P(IntegerPath, SimdKernelsEqualTwinBitwiseOnOddSizes) {
   const auto [type, n_in] = GetParam();
-  for (int64_t n_out : {1, 15, 37}) {
+  for (int64_t n_out : {1, 15, 29, 37}) {
     for (int64_t n_rows : {1, 3, 7}) {
       const auto w = quantize(type, normal(n_in * n_out, 7 + n_out, 0.5f), n_in, n_out);
       check_kernels_against_twin(type, w, n_in, n_out, normal(n_in * n_rows, 9 + n_rows), n_rows);
