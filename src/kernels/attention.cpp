@@ -75,6 +75,53 @@ float score(const float* q, const float* k, int64_t d, const AttentionParams& p)
 
 }  // namespace detail
 
+namespace {
+
+// Few (row, kv head) tasks (decode): their flash segments become the units of work, so
+// every core gets some even for one row; folding the segments in order after the parallel
+// part gives the bits attend_flash gives (attention_flash.h: segments).
+template <class TaskFn, class CountFn>
+void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<detail::KeyRange>& ranges,
+                        int64_t n_kv, const AttentionParams& params, const TaskFn& task,
+                        const CountFn& count_empty, ThreadPool& pool) {
+  struct Segment {
+    int64_t r, kvh, seg_lo;
+  };
+  // The caller's buffers, named by reference: inside the workers' lambda a thread_local
+  // name would mean the worker's own (empty) copy.
+  thread_local std::vector<Segment> segs_buf;
+  thread_local std::vector<float> partials_buf;
+  thread_local std::vector<char> held_buf;
+  std::vector<Segment>& segs = segs_buf;
+  std::vector<float>& partials = partials_buf;
+  std::vector<char>& held = held_buf;
+  segs.clear();
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (ranges[r].empty()) continue;
+    const int64_t span = detail::flash_segment_span(*views[r]);
+    for (int64_t kvh = 0; kvh < n_kv; ++kvh)
+      for (int64_t lo = ranges[r].lo / span * span; lo <= ranges[r].hi; lo += span)
+        segs.push_back({static_cast<int64_t>(r), kvh, lo});
+  }
+  const size_t pf = detail::flash_partial_floats(params.n_head / n_kv, views[0]->head_dim_v);
+  partials.resize(segs.size() * pf);
+  held.resize(segs.size());
+  pool.parallel_for(static_cast<int64_t>(segs.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      held[i] = detail::flash_partial(task(segs[i].r, segs[i].kvh), params, segs[i].seg_lo, &partials[i * pf]);
+  });
+  for (size_t i = 0; i < segs.size();) {  // fold each task's run of segments
+    size_t e = i + 1;
+    while (e < segs.size() && segs[e].r == segs[i].r && segs[e].kvh == segs[i].kvh) ++e;
+    const bool had = detail::flash_fold_finish(task(segs[i].r, segs[i].kvh), params, &partials[i * pf],
+                                               &held[i], static_cast<int64_t>(e - i));
+    count_empty(had, segs[i].kvh);
+    i = e;
+  }
+}
+
+}  // namespace
+
 void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const* views,
                int64_t n_q, const AttentionParams& params, float* out, ThreadPool* pool) {
   if (n_q <= 0) return;
@@ -103,17 +150,21 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
     }
   }
 
+  auto task = [&](int64_t r, int64_t kvh) {
+    return detail::HeadGroupTask{views[r], q + r * q_stride + kvh * group * dk,
+                                 out + r * o_stride + kvh * group * dv, kvh, group, kvh * group,
+                                 ranges[r]};
+  };
+  // Every kv head of a row sees the same pages: count an empty row once.
+  auto count_empty = [](bool had_keys, int64_t kvh) {
+    if (!had_keys && kvh == 0) g_empty_rows.fetch_add(1, std::memory_order_relaxed);
+  };
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t r = i / n_kv, kvh = i % n_kv;
       if (ranges[r].empty()) continue;
-      detail::HeadGroupTask t{views[r], q + r * q_stride + kvh * group * dk,
-                              out + r * o_stride + kvh * group * dv, kvh, group, kvh * group,
-                              ranges[r]};
-      const bool had_keys =
-          params.flash ? detail::attend_flash(t, params) : detail::attend_plain(t, params);
-      // Every kv head of a row sees the same pages: count the row once.
-      if (!had_keys && kvh == 0) g_empty_rows.fetch_add(1, std::memory_order_relaxed);
+      const detail::HeadGroupTask t = task(r, kvh);
+      count_empty(params.flash ? detail::attend_flash(t, params) : detail::attend_plain(t, params), kvh);
     }
   };
   // Small jobs run inline (waking workers costs more); where work runs never changes its
@@ -125,6 +176,8 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
   const int64_t n_tasks = n_q * n_kv;
   if (pool == nullptr || pool->size() <= 1 || n_tasks == 1 || work < (1 << 14)) {
     run(0, n_tasks);
+  } else if (params.flash && n_tasks < 4 * pool->size()) {
+    attend_flash_split(views, ranges, n_kv, params, task, count_empty, *pool);
   } else {
     pool->parallel_for(n_tasks, 1, run);
   }

@@ -33,7 +33,7 @@ bool reads_directly(tensor::DType type, int64_t d) {
 
 // Per-thread buffers of one task; sized on use, never shrunk.
 struct FlashScratch {
-  std::vector<float> q, acc, m, l, scores, wk, wv;
+  std::vector<float> q, scores, wk, wv;
   std::vector<const float*> q_ptr;
   std::vector<float*> acc_ptr, l_ptr;
 };
@@ -98,7 +98,21 @@ ScopedFlashIsa::ScopedFlashIsa(FlashIsa isa)
 ScopedFlashIsa::~ScopedFlashIsa() { g_isa_override.store(static_cast<int>(saved_)); }
 FlashIsa flash_isa_override() { return static_cast<FlashIsa>(g_isa_override.load()); }
 
-bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
+namespace {
+
+// A head group's online-softmax state inside a flat block of flash_partial_floats():
+// m [group], l [group][16], acc [group][pad16(dv)].
+struct StateView {
+  float* m;
+  float* l;
+  float* acc;
+};
+
+StateView state_view(float* base, int64_t group) { return {base, base + group, base + 17 * group}; }
+
+// Runs the tiles of keys [lo, hi] of task t over `st` (already reset); false if none held.
+bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int64_t hi,
+               StateView st) {
   const kv::KvLayerView& v = *t.view;
   const FlashIsa isa = flash_isa_override();
   static const FlashTileFn best = flash_tile_fn(FlashIsa::kAuto);
@@ -106,38 +120,35 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
   const bool twin = fn == flash_tile_twin;  // the twin reads every type itself
 
   const int64_t dk = v.head_dim_k, dv = v.head_dim_v, g_n = t.group, pt = v.page_tokens;
-  const int64_t dk16 = pad16(dk), dv16 = pad16(dv), sp = pad16(pt);
+  const int64_t dk16 = pad16(dk), dv16 = pad16(dv);
   thread_local FlashScratch s;
-  s.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);    // [group][dk16], zero padded
-  s.acc.assign(static_cast<size_t>(g_n * dv16), 0.0f);  // [group][dv16]
-  s.m.assign(static_cast<size_t>(g_n), -std::numeric_limits<float>::infinity());
-  s.l.assign(static_cast<size_t>(g_n * 16), 0.0f);      // [group][16]
-  s.scores.resize(static_cast<size_t>(g_n * sp));       // [group][sp]
+  s.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);          // [group][dk16], zero padded
+  s.scores.resize(static_cast<size_t>(g_n * pad16(pt)));      // [group][pad16(pt)]
   s.q_ptr.resize(static_cast<size_t>(g_n));
   s.acc_ptr.resize(static_cast<size_t>(g_n));
   s.l_ptr.resize(static_cast<size_t>(g_n));
   for (int64_t g = 0; g < g_n; ++g) {
     std::memcpy(&s.q[g * dk16], t.q + g * dk, sizeof(float) * static_cast<size_t>(dk));
     s.q_ptr[g] = &s.q[g * dk16];
-    s.acc_ptr[g] = &s.acc[g * dv16];
-    s.l_ptr[g] = &s.l[g * 16];
+    s.acc_ptr[g] = st.acc + g * dv16;
+    s.l_ptr[g] = st.l + g * 16;
   }
   const FlashShape shape{dk, dv, p.scale, p.softcap};
-  const FlashHeads heads{g_n, s.q_ptr.data(), s.acc_ptr.data(), s.m.data(), s.l_ptr.data()};
+  const FlashHeads heads{g_n, s.q_ptr.data(), s.acc_ptr.data(), st.m, s.l_ptr.data()};
   const bool widen_k = !twin && !reads_directly(v.k_type, dk);
   const bool widen_v = !twin && !reads_directly(v.v_type, dv);
   if (widen_k) s.wk.resize(static_cast<size_t>(pt * dk));  // [pt][dk]
   if (widen_v) s.wv.resize(static_cast<size_t>(pt * dv));  // [pt][dv]
 
   bool any = false;
-  for (int64_t page_lo = (t.keys.lo / pt) * pt; page_lo <= t.keys.hi; page_lo += pt) {
+  for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
     const size_t page = static_cast<size_t>(page_lo / pt);
     if (page >= v.k_pages.size() || page >= v.v_pages.size() || !v.k_pages[page] ||
         !v.v_pages[page]) {
       continue;  // not held: a broken view; its keys are simply absent
     }
     const int64_t next = page_lo + pt;
-    if (next <= t.keys.hi) prefetch_tile(v, t.kvh, next, 0, std::min(pt - 1, t.keys.hi - next) + 1);
+    if (next <= hi) prefetch_tile(v, t.kvh, next, 0, std::min(pt - 1, hi - next) + 1);
     FlashTile tile;
     tile.k_type = v.k_type;
     tile.v_type = v.v_type;
@@ -146,22 +157,72 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
     tile.k_stride = v.k_token_stride;
     tile.v_stride = v.v_token_stride;
     tile.n_rows = pt;
-    tile.j0 = std::max(page_lo, t.keys.lo) - page_lo;
-    tile.j1 = std::min(page_lo + pt - 1, t.keys.hi) - page_lo + 1;
+    tile.j0 = std::max(page_lo, lo) - page_lo;
+    tile.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
     if (widen_k) widen_rows(tile.k_type, tile.k, tile.k_stride, tile.j0, tile.j1, dk, s.wk.data());
     if (widen_v) widen_rows(tile.v_type, tile.v, tile.v_stride, tile.j0, tile.j1, dv, s.wv.data());
     fn(shape, tile, heads, s.scores.data());
     any = true;
   }
-  if (!any) {
+  return any;
+}
+
+}  // namespace
+
+int64_t flash_segment_span(const kv::KvLayerView& v) { return 8 * int64_t{v.page_tokens}; }
+
+size_t flash_partial_floats(int64_t group, int64_t dv) {
+  return static_cast<size_t>(group * (17 + pad16(dv)));
+}
+
+bool flash_partial(const HeadGroupTask& t, const AttentionParams& p, int64_t seg_lo, float* partial) {
+  const int64_t g_n = t.group, dv16 = pad16(t.view->head_dim_v);
+  const StateView st = state_view(partial, g_n);
+  std::fill(st.m, st.m + g_n, -std::numeric_limits<float>::infinity());
+  std::fill(st.l, st.l + 16 * g_n + g_n * dv16, 0.0f);  // l and acc are contiguous
+  const int64_t span = flash_segment_span(*t.view);
+  return run_tiles(t, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st);
+}
+
+bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
+                       const char* held, int64_t n) {
+  const int64_t g_n = t.group, dv = t.view->head_dim_v, dv16 = pad16(dv);
+  const size_t pf = flash_partial_floats(g_n, dv);
+  float* a = nullptr;  // the running state: the first held segment, folded in place
+  for (int64_t i = 0; i < n; ++i) {
+    if (!held[i]) continue;
+    float* b = partials + static_cast<size_t>(i) * pf;
+    if (!a) {
+      a = b;
+      continue;
+    }
+    const StateView sa = state_view(a, g_n), sb = state_view(b, g_n);
+    for (int64_t g = 0; g < g_n; ++g)
+      flash_combine(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sb.m[g], sb.l + 16 * g, sb.acc + dv16 * g, dv);
+  }
+  if (!a) {
     std::memset(t.out, 0, sizeof(float) * static_cast<size_t>(g_n * dv));
     return false;
   }
+  const StateView sa = state_view(a, g_n);
   for (int64_t g = 0; g < g_n; ++g) {
     const float* sink = p.sinks ? &p.sinks[t.first_head + g] : nullptr;
-    flash_finish(s.m[g], s.l_ptr[g], s.acc_ptr[g], sink, dv, t.out + g * dv);
+    flash_finish(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sink, dv, t.out + g * dv);
   }
   return true;
+}
+
+bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
+  const int64_t span = flash_segment_span(*t.view);
+  const int64_t first = t.keys.lo / span * span, n = (t.keys.hi - first) / span + 1;
+  const size_t pf = flash_partial_floats(t.group, t.view->head_dim_v);
+  thread_local std::vector<float> partials;
+  thread_local std::vector<char> held;
+  partials.resize(static_cast<size_t>(n) * pf);
+  held.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    held[i] = flash_partial(t, p, first + i * span, partials.data() + static_cast<size_t>(i) * pf);
+  return flash_fold_finish(t, p, partials.data(), held.data(), n);
 }
 
 }  // namespace keel::kernels::detail

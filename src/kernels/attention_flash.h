@@ -20,7 +20,13 @@
 //      L[lane(j)] = L[lane(j)] + p_j, 16 j at a time, ascending.
 //   5. acc[d] = acc[d] · c (skipped when c == 1, which changes no bit), then for visible j
 //      ascending: acc[d] = fma(p_j, v_j[d], acc[d]).
-// After the last tile (flash_finish): l = tree16_sum(L); with a sink logit s:
+// Segments: the tiles of each span of 8 pages (aligned to absolute multiples of
+// 8 · page_tokens) run from a fresh state; the segments' states are then folded in
+// ascending order (flash_combine): m = max_def(m_a, m_b), ca = exp_defined(m_a − m),
+// cb = exp_defined(m_b − m), L = L_a · ca + L_b · cb, acc = acc_a · ca + acc_b · cb. So a
+// long key range can be split across threads (decode at depth) with the same bits as one
+// thread walking it. Segments without a held page are skipped.
+// After the last segment (flash_finish): l = tree16_sum(L); with a sink logit s:
 // m_f = max_def(m, s), c = exp_defined(m − m_f), l = l · c + exp_defined(s − m_f),
 // acc = acc · c; then out[d] = acc[d] · (1 / l).
 //
@@ -94,6 +100,9 @@ void flash_tile_avx512(const FlashShape& shape, const FlashTile& tile, const Fla
 // Shared pieces of the definition (scalar; the twin and the driver use them).
 float tree16_sum(const float* a);
 float tree16_max(const float* a);
+// (m_a, l_a[16], acc_a[dv]) ← the fold of segment state b into a (see above).
+void flash_combine(float& m_a, float* l_a, float* acc_a, float m_b, const float* l_b,
+                   const float* acc_b, int64_t dv);
 // out[0, dv) = the head's normalised result (with its sink logit when sink != nullptr).
 void flash_finish(float m, const float* l, const float* acc, const float* sink, int64_t dv,
                   float* out);

@@ -42,6 +42,15 @@ void flash_finish(float m, const float* l, const float* acc, const float* sink, 
   for (int64_t d = 0; d < dv; ++d) out[d] = sink ? (acc[d] * c) * inv : acc[d] * inv;
 }
 
+void flash_combine(float& m_a, float* l_a, float* acc_a, float m_b, const float* l_b,
+                   const float* acc_b, int64_t dv) {
+  const float m = max_def(m_a, m_b);
+  const float ca = exp_defined(m_a - m), cb = exp_defined(m_b - m);
+  for (int i = 0; i < 16; ++i) l_a[i] = l_a[i] * ca + l_b[i] * cb;
+  for (int64_t d = 0; d < dv; ++d) acc_a[d] = acc_a[d] * ca + acc_b[d] * cb;
+  m_a = m;
+}
+
 namespace {
 
 float dot16(const float* q, const float* k, int64_t n) {

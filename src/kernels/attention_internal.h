@@ -37,4 +37,15 @@ float score(const float* q, const float* k, int64_t d, const AttentionParams& p)
 bool attend_plain(const HeadGroupTask& t, const AttentionParams& p);
 bool attend_flash(const HeadGroupTask& t, const AttentionParams& p);
 
+// attend_flash in two steps (attention_flash.h: segments), so the segments of one task can
+// run on different threads with the same bits: flash_partial() computes the segment that
+// starts at seg_lo (a multiple of flash_segment_span) into `partial`
+// ([flash_partial_floats]) and returns whether a page of it was held; flash_fold_finish()
+// folds a task's n partials (ascending seg_lo; overwritten) and fills t.out as attend_flash.
+int64_t flash_segment_span(const kv::KvLayerView& v);
+size_t flash_partial_floats(int64_t group, int64_t dv);
+bool flash_partial(const HeadGroupTask& t, const AttentionParams& p, int64_t seg_lo, float* partial);
+bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
+                       const char* held, int64_t n);
+
 }  // namespace keel::kernels::detail

@@ -75,6 +75,21 @@ struct Fixture {
   int64_t n_q() const { return static_cast<int64_t>(pos.size()); }
   int64_t out_stride() const { return n_head * f.dv; }
 
+  // Row r alone; with `view_ends_at_row` over a view whose last position is the row's own
+  // (as when it is decoded token by token or ends a prompt chunk).
+  std::vector<float> attend_row(FlashIsa isa, int64_t r, ThreadPool* pool, bool view_ends_at_row) {
+    detail::ScopedFlashIsa scoped(isa);
+    kv::KvLayerView view = f.view;
+    if (view_ends_at_row) view.n_positions = pos[r] + 1;
+    const kv::KvLayerView* vp = &view;
+    std::vector<float> out(out_stride());
+    attention(&q[r * n_head * f.dk], &pos[r], &vp, 1, p, out.data(), pool);
+    return out;
+  }
+  bool row_equals(const std::vector<float>& row, const std::vector<float>& batch, int64_t r) const {
+    return std::memcmp(row.data(), &batch[r * out_stride()], sizeof(float) * out_stride()) == 0;
+  }
+
   std::vector<float> attend(FlashIsa isa, ThreadPool* pool) {
     detail::ScopedFlashIsa scoped(isa);
     std::vector<const kv::KvLayerView*> views(pos.size(), &f.view);
@@ -119,15 +134,8 @@ TEST_P(FlashIsaCases, RowAloneEqualsRowInBatch) {
   isas.push_back(FlashIsa::kTwin);
   for (FlashIsa isa : isas) {
     const auto batch = run.attend(isa, &pool);
-    detail::ScopedFlashIsa scoped(isa);
-    const int64_t os = run.out_stride(), qs = run.n_head * c.dk;
-    std::vector<float> one(os);
     for (int64_t r = 0; r < run.n_q(); r += 3) {
-      kv::KvLayerView short_view = run.f.view;
-      short_view.n_positions = run.pos[r] + 1;
-      const kv::KvLayerView* vp = &short_view;
-      attention(&run.q[r * qs], &run.pos[r], &vp, 1, run.p, one.data(), nullptr);
-      ASSERT_EQ(std::memcmp(one.data(), &batch[r * os], sizeof(float) * os), 0)
+      ASSERT_TRUE(run.row_equals(run.attend_row(isa, r, nullptr, true), batch, r))
           << describe(c) << " isa " << int(isa) << " row " << r;
     }
   }
@@ -160,6 +168,25 @@ const FlashCase kFlashCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Kernels, FlashIsaCases, ::testing::ValuesIn(kFlashCases));
+
+// Decode at depth: one row's segments run on several threads and are folded afterwards;
+// the row must get the bits it gets inside a prefill batch (one task walks all segments).
+TEST(FlashIsa, DecodeSplitAcrossThreadsEqualsOneWalk) {
+  for (const FlashCase& c : {FlashCase{DType::kQ8_0, DType::kQ8_0, 8, 2, 64, 64, 8, 0, 0.0f, true},
+                             FlashCase{DType::kF16, DType::kQ4_0, 3, 1, 32, 32, 5, 90, 0.0f, false}}) {
+    Fixture run(c, 301, 4);  // segments of 8 pages: several, the last one partial
+    ThreadPool pool(3);
+    std::vector<FlashIsa> isas = simd_isas();
+    isas.push_back(FlashIsa::kTwin);
+    for (FlashIsa isa : isas) {
+      const auto batch = run.attend(isa, &pool);
+      for (int64_t r : {run.n_q() - 1, run.n_q() / 2, int64_t{0}}) {
+        ASSERT_TRUE(run.row_equals(run.attend_row(isa, r, &pool, false), batch, r))
+            << describe(c) << " isa " << int(isa) << " row " << r;
+      }
+    }
+  }
+}
 
 TEST(FlashIsa, NanInQueryOrKeyAgreesWithTwin) {
   const FlashCase c{DType::kF16, DType::kF16, 4, 2, 40, 40, 16, 0, 0.0f, true};

@@ -63,43 +63,47 @@ TEST_P(AttentionCases, PlainAndFlashMatchReferenceAndAreBatchInvariant) {
   if (!tensor::traits(c.kt).has_quantize || !tensor::traits(c.vt).has_quantize)
     GTEST_SKIP() << "KV type conversions not built yet";
   const int64_t n_pos = 29;  // odd, crosses pages
-  FakeLayer f(n_pos, c.n_kv, c.dk, c.dv, 8, c.kt, c.vt, 7);
-  f.view.window = c.window;
-  if (c.window > 0) f.drop_below(n_pos - 1 - c.window + 1 - 3);  // keep a bit more than needed
-  std::vector<float> sinks(c.n_head);
-  for (int64_t h = 0; h < c.n_head; ++h) sinks[h] = 0.5f * h - 0.3f;
+  // Pages of 2 make flash segments (8 pages) shorter than the sequence: their fold is checked.
+  for (int32_t pt : {8, 2}) {
+    FakeLayer f(n_pos, c.n_kv, c.dk, c.dv, pt, c.kt, c.vt, 7);
+    f.view.window = c.window;
+    if (c.window > 0) f.drop_below(n_pos - 1 - c.window + 1 - 3);  // keep a bit more than needed
+    std::vector<float> sinks(c.n_head);
+    for (int64_t h = 0; h < c.n_head; ++h) sinks[h] = 0.5f * h - 0.3f;
 
-  // Queries at every position the view can serve.
-  const int64_t first_q = c.window > 0 ? f.view.first_held + c.window - 1 : 0;
-  std::vector<int64_t> pos;
-  for (int64_t p = first_q; p < n_pos; ++p) pos.push_back(p);
-  const int64_t n_q = pos.size();
-  std::mt19937 rng(3);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> q(n_q * c.n_head * c.dk);
-  for (auto& x : q) x = d(rng);
-  std::vector<const kv::KvLayerView*> views(n_q, &f.view);
+    // Queries at every position the view can serve.
+    const int64_t first_q = c.window > 0 ? f.view.first_held + c.window - 1 : 0;
+    std::vector<int64_t> pos;
+    for (int64_t p = first_q; p < n_pos; ++p) pos.push_back(p);
+    const int64_t n_q = pos.size();
+    std::mt19937 rng(3);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> q(n_q * c.n_head * c.dk);
+    for (auto& x : q) x = d(rng);
+    std::vector<const kv::KvLayerView*> views(n_q, &f.view);
 
-  ThreadPool pool(3);
-  for (bool flash : {false, true}) {
-    AttentionParams p;
-    p.n_head = c.n_head;
-    p.scale = 1.0f / std::sqrt(float(c.dk));
-    p.softcap = c.softcap;
-    p.sinks = c.sinks ? sinks.data() : nullptr;
-    p.flash = flash;
-    const int64_t os = c.n_head * c.dv;
-    std::vector<float> out(n_q * os), one(os), out1(n_q * os);
-    attention(q.data(), pos.data(), views.data(), n_q, p, out.data(), &pool);
-    attention(q.data(), pos.data(), views.data(), n_q, p, out1.data(), nullptr);
-    EXPECT_EQ(std::memcmp(out.data(), out1.data(), 4 * out.size()), 0) << "thread count matters";
-    for (int64_t r = 0; r < n_q; ++r) {
-      auto ref = reference(f, &q[r * c.n_head * c.dk], pos[r], c.n_head, p);
-      for (int64_t i = 0; i < os; ++i)
-        ASSERT_NEAR(out[r * os + i], ref[i], 2e-4) << "flash=" << flash << " row " << r << " i " << i;
-      attention(&q[r * c.n_head * c.dk], &pos[r], views.data(), 1, p, one.data(), &pool);
-      EXPECT_EQ(std::memcmp(one.data(), &out[r * os], 4 * os), 0)
-          << "flash=" << flash << " row " << r << ": batch of 1 differs from batch of " << n_q;
+    ThreadPool pool(3);
+    for (bool flash : {false, true}) {
+      AttentionParams p;
+      p.n_head = c.n_head;
+      p.scale = 1.0f / std::sqrt(float(c.dk));
+      p.softcap = c.softcap;
+      p.sinks = c.sinks ? sinks.data() : nullptr;
+      p.flash = flash;
+      const int64_t os = c.n_head * c.dv;
+      std::vector<float> out(n_q * os), one(os), out1(n_q * os);
+      attention(q.data(), pos.data(), views.data(), n_q, p, out.data(), &pool);
+      attention(q.data(), pos.data(), views.data(), n_q, p, out1.data(), nullptr);
+      EXPECT_EQ(std::memcmp(out.data(), out1.data(), 4 * out.size()), 0) << "thread count matters";
+      for (int64_t r = 0; r < n_q; ++r) {
+        auto ref = reference(f, &q[r * c.n_head * c.dk], pos[r], c.n_head, p);
+        for (int64_t i = 0; i < os; ++i)
+          ASSERT_NEAR(out[r * os + i], ref[i], 2e-4)
+              << "flash=" << flash << " page " << pt << " row " << r << " i " << i;
+        attention(&q[r * c.n_head * c.dk], &pos[r], views.data(), 1, p, one.data(), &pool);
+        EXPECT_EQ(std::memcmp(one.data(), &out[r * os], 4 * os), 0)
+            << "flash=" << flash << " row " << r << ": batch of 1 differs from batch of " << n_q;
+      }
     }
   }
 }
