@@ -59,19 +59,26 @@ await runCases([
     assert.equal((await fetch(`${server.baseURL}/health`)).status, 200);
   }],
   ['more than --parallel + --queue requests in flight → 429 at once', async () => {
-    const api = client(OpenAI, server);
-    const aborts = [new AbortController(), new AbortController()];
-    // One generating (-np 1) and one queued (--queue 1), both until aborted.
-    const running = await Promise.all(aborts.map((a, i) => api.completions.create({ model: 'x', prompt: `Tim ${i}`,
-      max_tokens: 200, temperature: 0, ignore_eos: true, stream: true }, { signal: a.signal })));
-    const drained = running.map(async (s) => { try { for await (const _ of s) { /* drain */ } } catch { /* aborted */ } });
-    await eventually(async () => (await metric(server, 'keel_queue_depth')) === 1, 'one request queued');
-    await assert.rejects(api.completions.create({ model: 'x', prompt: 'Hi', max_tokens: 2 }),
-      (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
-    aborts.forEach((a) => a.abort());
-    await Promise.all(drained);
-    // The server notices a departed client at its next write; then the capacity is back.
-    await eventually(async () => (await metric(server, 'keel_cancellations_total')) >= 2, 'aborted requests to end');
+    // Its own server with room for 2000-token requests: seconds of work even for the fastest
+    // kernels, so neither held request ends before the check.
+    const held = await startServer(['-c', '2048', '-np', '1', '--queue', '1', '--heartbeat', '0.05']);
+    try {
+      const api = client(OpenAI, held);
+      const aborts = [new AbortController(), new AbortController()];
+      // One generating (-np 1) and one queued (--queue 1), both until aborted.
+      const running = await Promise.all(aborts.map((a, i) => api.completions.create({ model: 'x', prompt: `Tim ${i}`,
+        max_tokens: 2000, temperature: 0, ignore_eos: true, stream: true }, { signal: a.signal })));
+      const drained = running.map(async (s) => { try { for await (const _ of s) { /* drain */ } } catch { /* aborted */ } });
+      await eventually(async () => (await metric(held, 'keel_queue_depth')) === 1, 'one request queued');
+      await assert.rejects(api.completions.create({ model: 'x', prompt: 'Hi', max_tokens: 2 }),
+        (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+      aborts.forEach((a) => a.abort());
+      await Promise.all(drained);
+      // The server notices a departed client at its next write; then the capacity is back.
+      await eventually(async () => (await metric(held, 'keel_cancellations_total')) >= 2, 'aborted requests to end');
+    } finally {
+      await held.stop();
+    }
   }],
   ['the server still generates correctly afterwards', async () => {
     const r = await fetch(`${server.baseURL}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
