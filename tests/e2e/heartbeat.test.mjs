@@ -68,14 +68,14 @@ await runCases([
   ['heartbeats during a long prefill (many 4-token steps, 1 ms heartbeat), then the full text', async () => {
     const fast = await startServer(['-c', '2048', '--np', '1', '-b', '4', '--heartbeat', '0.001']);
     try {
-      const prompt = Array.from({ length: 25 }, (_, i) => `A frog number ${i} jumped over the log.`).join(' ');
+      const prompt = Array.from({ length: 60 }, (_, i) => `A frog number ${i} jumped over the log.`).join(' ');
       const expected = (await client(OpenAI, server).completions.create({ model: 'x', prompt, max_tokens: 12, temperature: 0 })).choices[0].text;
       const raw = await rawRequest(fast.port, postRequest('/v1/completions',
         JSON.stringify({ prompt, max_tokens: 12, temperature: 0, stream: true })), {
         onData: (all) => all.includes('data: [DONE]'), ms: 120000 });
       const lines = events(raw);
       const firstData = lines.findIndex((l) => l.startsWith('data: {'));
-      // ~70 engine steps of prefill against a 1 ms interval.
+      // ~170 engine steps of prefill against a 1 ms interval.
       assert.ok(firstData >= 1, `no heartbeat before the first token: ${lines.slice(0, 3)}`);
       let text = '';
       for (const l of lines.filter((x) => x.startsWith('data: {'))) {
