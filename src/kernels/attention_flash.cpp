@@ -39,7 +39,8 @@ struct FlashScratch {
 };
 
 // Asks for the K and V rows [j0, j1) of the tile at page_lo while the current one computes:
-// in decode each tile is read once, from memory.
+// in decode each tile is read once, from memory. Into L2 (a whole tile would overrun the
+// L1 miss buffers; measured a few % faster than into L1).
 void prefetch_tile(const kv::KvLayerView& v, int64_t kvh, int64_t page_lo, int64_t j0, int64_t j1) {
   const size_t page = static_cast<size_t>(page_lo / v.page_tokens);
   if (page >= v.k_pages.size() || page >= v.v_pages.size() || !v.k_pages[page] || !v.v_pages[page]) return;
@@ -48,10 +49,10 @@ void prefetch_tile(const kv::KvLayerView& v, int64_t kvh, int64_t page_lo, int64
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* kr = k + j * v.k_token_stride;
     const uint8_t* vr = vv + j * v.v_token_stride;
-    for (size_t b = 0; b < v.k_head_bytes; b += 64) __builtin_prefetch(kr + b);
-    __builtin_prefetch(kr + v.k_head_bytes - 1);
-    for (size_t b = 0; b < v.v_head_bytes; b += 64) __builtin_prefetch(vr + b);
-    __builtin_prefetch(vr + v.v_head_bytes - 1);
+    for (size_t b = 0; b < v.k_head_bytes; b += 64) __builtin_prefetch(kr + b, 0, 2);
+    __builtin_prefetch(kr + v.k_head_bytes - 1, 0, 2);
+    for (size_t b = 0; b < v.v_head_bytes; b += 64) __builtin_prefetch(vr + b, 0, 2);
+    __builtin_prefetch(vr + v.v_head_bytes - 1, 0, 2);
   }
 }
 

@@ -252,25 +252,36 @@ void values_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, 
 
 // Steps 3–4 and the rescale of step 5 for every head.
 void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
-  for (int64_t h = 0; h < hd.n; ++h) {
-    float* sh_s = s + h * sp;
-    __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int64_t j = 0; j < sp; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sh_s + j));
-    const float m_new = max_def(hd.m[h], reduce_max(mx));
-    const float c = exp_defined(hd.m[h] - m_new);
-    const __m512 mv = _mm512_set1_ps(m_new);
-    __m512 l = _mm512_mul_ps(_mm512_loadu_ps(hd.l[h]), _mm512_set1_ps(c));
-    for (int64_t j = 0; j < sp; j += 16) {
-      const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
-      _mm512_storeu_ps(sh_s + j, pj);
-      l = _mm512_add_ps(l, pj);
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 16) {
+    const int64_t nb = std::min<int64_t>(16, hd.n - h0);
+    // The rescale factors c of up to 16 heads in one exp_defined_x16 (each lane gives the
+    // scalar exp_defined's bits); unused lanes compute exp(0).
+    alignas(64) float m_old[16] = {}, m_new[16] = {}, c[16];
+    for (int64_t h = 0; h < nb; ++h) {
+      const float* sh_s = s + (h0 + h) * sp;
+      __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int64_t j = 0; j < sp; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sh_s + j));
+      m_old[h] = hd.m[h0 + h];
+      m_new[h] = max_def(m_old[h], reduce_max(mx));
     }
-    _mm512_storeu_ps(hd.l[h], l);
-    hd.m[h] = m_new;
-    if (c != 1.0f) {
-      const __m512 cv = _mm512_set1_ps(c);
-      for (int64_t d = 0; d < sh.dv; d += 16)
-        _mm512_storeu_ps(hd.acc[h] + d, _mm512_mul_ps(_mm512_loadu_ps(hd.acc[h] + d), cv));
+    _mm512_store_ps(c, exp_defined_x16(_mm512_sub_ps(_mm512_load_ps(m_old), _mm512_load_ps(m_new))));
+    for (int64_t h = 0; h < nb; ++h) {
+      float* sh_s = s + (h0 + h) * sp;
+      const __m512 mv = _mm512_set1_ps(m_new[h]), cv = _mm512_set1_ps(c[h]);
+      float* l_h = hd.l[h0 + h];
+      __m512 l = _mm512_mul_ps(_mm512_loadu_ps(l_h), cv);
+      for (int64_t j = 0; j < sp; j += 16) {
+        const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
+        _mm512_storeu_ps(sh_s + j, pj);
+        l = _mm512_add_ps(l, pj);
+      }
+      _mm512_storeu_ps(l_h, l);
+      hd.m[h0 + h] = m_new[h];
+      if (c[h] != 1.0f) {
+        float* acc = hd.acc[h0 + h];
+        for (int64_t d = 0; d < sh.dv; d += 16)
+          _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), cv));
+      }
     }
   }
 }
