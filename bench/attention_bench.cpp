@@ -95,6 +95,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
       }
     }
   }
+  b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512)});  // K/V beyond L3 (36 MB)
   b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin)});  // the scalar twin
 }
 
