@@ -38,24 +38,6 @@ struct FlashScratch {
   std::vector<float*> acc_ptr, l_ptr;
 };
 
-// Asks for the K and V rows [j0, j1) of the tile at page_lo while the current one computes:
-// in decode each tile is read once, from memory. Into L2 (a whole tile would overrun the
-// L1 miss buffers; measured a few % faster than into L1).
-void prefetch_tile(const kv::KvLayerView& v, int64_t kvh, int64_t page_lo, int64_t j0, int64_t j1) {
-  const size_t page = static_cast<size_t>(page_lo / v.page_tokens);
-  if (page >= v.k_pages.size() || page >= v.v_pages.size() || !v.k_pages[page] || !v.v_pages[page]) return;
-  const uint8_t* k = v.k_pages[page] + static_cast<size_t>(kvh) * v.k_head_bytes;
-  const uint8_t* vv = v.v_pages[page] + static_cast<size_t>(kvh) * v.v_head_bytes;
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* kr = k + j * v.k_token_stride;
-    const uint8_t* vr = vv + j * v.v_token_stride;
-    for (size_t b = 0; b < v.k_head_bytes; b += 64) __builtin_prefetch(kr + b, 0, 2);
-    __builtin_prefetch(kr + v.k_head_bytes - 1, 0, 2);
-    for (size_t b = 0; b < v.v_head_bytes; b += 64) __builtin_prefetch(vr + b, 0, 2);
-    __builtin_prefetch(vr + v.v_head_bytes - 1, 0, 2);
-  }
-}
-
 // Rows [j0, j1) of a tile widened to f32 rows of `buf` ([n_rows][d]); the tile then points there.
 void widen_rows(tensor::DType& type, const uint8_t*& rows, size_t& stride, int64_t j0, int64_t j1,
                 int64_t d, float* buf) {
@@ -149,8 +131,16 @@ bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int
       continue;  // not held: a broken view; its keys are simply absent
     }
     const int64_t next = page_lo + pt;
-    if (next <= hi) prefetch_tile(v, t.kvh, next, 0, std::min(pt - 1, hi - next) + 1);
     FlashTile tile;
+    const size_t next_page = page + 1;
+    if (next <= hi && next_page < v.k_pages.size() && next_page < v.v_pages.size() &&
+        v.k_pages[next_page] && v.v_pages[next_page]) {
+      tile.next_k = v.k_pages[next_page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
+      tile.next_v = v.v_pages[next_page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
+      tile.next_k_bytes = v.k_head_bytes;
+      tile.next_v_bytes = v.v_head_bytes;
+      tile.n_next = std::min(pt - 1, hi - next) + 1;
+    }
     tile.k_type = v.k_type;
     tile.v_type = v.v_type;
     tile.k = v.k_pages[page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;

@@ -59,6 +59,13 @@ struct FlashTile {
   size_t k_stride = 0, v_stride = 0;
   int64_t n_rows = 0;  // page_tokens
   int64_t j0 = 0, j1 = 0;
+  // The next tile's first n_next K/V rows (same strides), for the kernels to prefetch into
+  // L2 while they work: in decode each tile comes from memory once, and prefetches spread
+  // over the work beat one burst per tile. A hint: nullptr when there is none; never read.
+  const uint8_t* next_k = nullptr;
+  const uint8_t* next_v = nullptr;
+  size_t next_k_bytes = 0, next_v_bytes = 0;
+  int64_t n_next = 0;
 };
 
 // The query heads a tile updates (any number; each head's arithmetic is independent).

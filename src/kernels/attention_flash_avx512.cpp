@@ -104,6 +104,14 @@ inline float reduce_max(__m512 v) {  // tree16_max
   return _mm_cvtss_f32(_mm_max_ss(w, _mm_shuffle_ps(w, w, 1)));
 }
 
+// Prefetch hint for row j of the next tile (k or v side) into L2.
+inline void prefetch_row(const uint8_t* rows, size_t stride, size_t bytes, int64_t j, int64_t n) {
+  if (!rows || j >= n) return;
+  const uint8_t* r = rows + j * stride;
+  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(r + b), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(r + bytes - 1), _MM_HINT_T1);
+}
+
 inline __mmask16 lanes_below(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
 // Step 1–2 for NB heads: scores s[h * sp + j] for the visible j of the tile (the caller
@@ -119,6 +127,8 @@ void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* 
   for (int64_t g0 = t.j0 / 16 * 16; g0 < t.j1; g0 += 16) {
     for (int p = 0; p < 8; ++p) {
       const int64_t ja = g0 + 2 * p, jb = ja + 1;
+      prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, ja - t.j0 / 16 * 16, t.n_next);
+      prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, jb - t.j0 / 16 * 16, t.n_next);
       const bool va = ja >= t.j0 && ja < t.j1, vb = jb >= t.j0 && jb < t.j1;
       if (!va && !vb) continue;  // both lanes end as −inf
       const uint8_t* ra = va ? t.k + ja * t.k_stride : zero_row;
@@ -184,6 +194,7 @@ void values_pass(const FlashTile& t, const float* p, int64_t sp, float* const* a
   for (int h = 0; h < NB; ++h)
     for (int w = 0; w < W; ++w) a[h][w] = _mm512_loadu_ps(acc[h] + c + 16 * w);
   for (int64_t j = t.j0; j < t.j1; ++j) {
+    if (c == 0) prefetch_row(t.next_v, t.v_stride, t.next_v_bytes, j - t.j0, t.n_next);
     const uint8_t* row = t.v + j * t.v_stride;
     __m512 vv[W];
     if constexpr (VT == DType::kQ8_0 && W == 2) {
