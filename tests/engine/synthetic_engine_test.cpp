@@ -57,7 +57,9 @@ Outcome solo(const Request& r) {
 
 TEST(SyntheticEngine, StreamsKeepDecodingWhileALongPromptIsPrefilled) {
   const int32_t n_vocab = static_cast<int32_t>(tiny().model->n_vocab());
-  Request a = make_request(random_prompt(1, 8, n_vocab), 30);
+  // a decodes far longer than b's 7 prefill steps take, so their steps overlap however the
+  // threads are scheduled (with 30 tokens a fast kernel could finish before b arrived).
+  Request a = make_request(random_prompt(1, 8, n_vocab), 300);
   Request b = make_request(random_prompt(2, 420, n_vocab), 5, 9, 0.8f);
   a.ignore_eos = b.ignore_eos = true;
   Outcome solo_a = solo(a), solo_b = solo(b);
