@@ -106,9 +106,49 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
   const size_t pf = detail::flash_partial_floats(params.n_head / n_kv, views[0]->head_dim_v);
   partials.resize(segs.size() * pf);
   held.resize(segs.size());
-  pool.parallel_for(static_cast<int64_t>(segs.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      held[i] = detail::flash_partial(task(segs[i].r, segs[i].kvh), params, segs[i].seg_lo, &partials[i * pf]);
+  // A unit of work is one segment of one row with all its kv heads (flash_partial reads
+  // each page once); segs stays in fold order (row, kv head, segment), so kv head h of a
+  // unit is segs[first + h * stride] with stride = the row's segments per kv head.
+  struct Unit {
+    int64_t first, stride;
+  };
+  thread_local std::vector<Unit> units_buf;
+  std::vector<Unit>& units = units_buf;
+  units.clear();
+  for (size_t i = 0; i < segs.size();) {
+    size_t e = i;
+    while (e < segs.size() && segs[e].r == segs[i].r) ++e;  // [i, e): the row's segments
+    const int64_t per_head = static_cast<int64_t>(e - i) / n_kv;
+    for (int64_t s = 0; s < per_head; ++s) units.push_back({static_cast<int64_t>(i) + s, per_head});
+    i = e;
+  }
+  // One contiguous run of units per thread, so each thread knows its next unit and asks
+  // for that unit's pages while it works on the current one.
+  const int64_t n_units = static_cast<int64_t>(units.size());
+  const int64_t grain = (n_units + pool.size() - 1) / pool.size();
+  auto prefetch = [&](int64_t u) {
+    const Segment& sg = segs[units[u].first];
+    const detail::KeyRange& kr = ranges[sg.r];
+    const int64_t span = detail::flash_segment_span(*views[sg.r]);
+    detail::flash_prefetch(*views[sg.r], std::max(kr.lo, sg.seg_lo), std::min(kr.hi, sg.seg_lo + span - 1));
+  };
+  pool.parallel_for(n_units, grain, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<detail::HeadGroupTask> tasks;
+    thread_local std::vector<float*> outs;
+    if (begin < end) prefetch(begin);
+    for (int64_t u = begin; u < end; ++u) {
+      if (u + 1 < end) prefetch(u + 1);
+      const Unit& unit = units[u];
+      const Segment& first = segs[unit.first];
+      tasks.clear();
+      outs.clear();
+      for (int64_t kvh = 0; kvh < n_kv; ++kvh) {
+        tasks.push_back(task(first.r, kvh));
+        outs.push_back(&partials[static_cast<size_t>(unit.first + kvh * unit.stride) * pf]);
+      }
+      const char h = detail::flash_partial(tasks.data(), n_kv, params, first.seg_lo, outs.data());
+      for (int64_t kvh = 0; kvh < n_kv; ++kvh) held[unit.first + kvh * unit.stride] = h;
+    }
   });
   for (size_t i = 0; i < segs.size();) {  // fold each task's run of segments
     size_t e = i + 1;

@@ -2,16 +2,20 @@
 // absolute positions) and hands each tile to the tile kernel of the chosen ISA; the
 // arithmetic is defined in attention_flash.h. K/V types the SIMD kernels do not read
 // directly are widened to f32 rows first (tensor::dequantize_row's values).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/cpu.h"
 #include "core/error.h"
 #include "kernels/attention_flash.h"
 #include "kernels/attention_internal.h"
+#include "kernels/quantize_act.h"
 #include "kernels/widen.h"
 
 namespace keel::kernels::detail {
@@ -31,11 +35,24 @@ bool reads_directly(tensor::DType type, int64_t d) {
   }
 }
 
-// Per-thread buffers of one task; sized on use, never shrunk.
-struct FlashScratch {
-  std::vector<float> q, scores, wk, wv;
+// Per-task buffers: the zero-padded query copy and the tile kernel's head pointers.
+struct TaskScratch {
+  std::vector<float> q;  // [group][pad16(dk)]
   std::vector<const float*> q_ptr;
   std::vector<float*> acc_ptr, l_ptr;
+  // q8_0 K only: the query quantized per block of 32 (attention_flash.h, step 1).
+  std::vector<int8_t> qq;  // [group][dk]
+  std::vector<float> qd;   // [group][dk / 32]
+  std::vector<int32_t> qsum;  // [group][dk / 32]
+  std::vector<const int8_t*> qq_ptr;
+  std::vector<const float*> qd_ptr;
+  std::vector<const int32_t*> qsum_ptr;
+};
+
+// Per-thread buffers of one call; sized on use, never shrunk.
+struct FlashScratch {
+  std::vector<TaskScratch> tasks;
+  std::vector<float> scores, wk, wv;
 };
 
 // Rows [j0, j1) of a tile widened to f32 rows of `buf` ([n_rows][d]); the tile then points there.
@@ -55,7 +72,8 @@ bool flash_isa_available(FlashIsa isa) {
     case FlashIsa::kAuto:
     case FlashIsa::kTwin: return true;
     case FlashIsa::kAvx2: return f.avx2 && f.fma && f.f16c;
-    case FlashIsa::kAvx512: return f.avx512f && f.avx512bw && f.avx512vl && f.f16c && f.fma;
+    case FlashIsa::kAvx512:
+      return f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni && f.f16c && f.fma;
   }
   return false;
 }
@@ -93,20 +111,11 @@ struct StateView {
 
 StateView state_view(float* base, int64_t group) { return {base, base + group, base + 17 * group}; }
 
-// Runs the tiles of keys [lo, hi] of task t over `st` (already reset); false if none held.
-bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int64_t hi,
-               StateView st) {
-  const kv::KvLayerView& v = *t.view;
-  const FlashIsa isa = flash_isa_override();
-  static const FlashTileFn best = flash_tile_fn(FlashIsa::kAuto);
-  const FlashTileFn fn = isa == FlashIsa::kAuto ? best : flash_tile_fn(isa);
-  const bool twin = fn == flash_tile_twin;  // the twin reads every type itself
-
-  const int64_t dk = v.head_dim_k, dv = v.head_dim_v, g_n = t.group, pt = v.page_tokens;
-  const int64_t dk16 = pad16(dk), dv16 = pad16(dv);
-  thread_local FlashScratch s;
-  s.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);          // [group][dk16], zero padded
-  s.scores.resize(static_cast<size_t>(g_n * pad16(pt)));      // [group][pad16(pt)]
+// The tile kernel's view of task t's heads over state `st`.
+FlashHeads prepare_heads(const HeadGroupTask& t, StateView st, TaskScratch& s) {
+  const int64_t dk = t.view->head_dim_k, g_n = t.group;
+  const int64_t dk16 = pad16(dk), dv16 = pad16(t.view->head_dim_v);
+  s.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);
   s.q_ptr.resize(static_cast<size_t>(g_n));
   s.acc_ptr.resize(static_cast<size_t>(g_n));
   s.l_ptr.resize(static_cast<size_t>(g_n));
@@ -116,8 +125,68 @@ bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int
     s.acc_ptr[g] = st.acc + g * dv16;
     s.l_ptr[g] = st.l + g * 16;
   }
+  FlashHeads heads;
+  heads.n = g_n;
+  heads.q = s.q_ptr.data();
+  heads.acc = s.acc_ptr.data();
+  heads.m = st.m;
+  heads.l = s.l_ptr.data();
+  if (t.view->k_type == tensor::DType::kQ8_0 && dk % 32 == 0) {
+    const int64_t nb = dk / 32;
+    s.qq.resize(static_cast<size_t>(g_n * dk));
+    s.qd.resize(static_cast<size_t>(g_n * nb));
+    s.qsum.resize(static_cast<size_t>(g_n * nb));
+    s.qq_ptr.resize(static_cast<size_t>(g_n));
+    s.qd_ptr.resize(static_cast<size_t>(g_n));
+    s.qsum_ptr.resize(static_cast<size_t>(g_n));
+    for (int64_t g = 0; g < g_n; ++g) {
+      for (int64_t b = 0; b < nb; ++b) {
+        int8_t* qq = &s.qq[g * dk + 32 * b];
+        s.qd[g * nb + b] = q::quantize_block_q8(t.q + g * dk + 32 * b, 32, qq);
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum += qq[i];
+        s.qsum[g * nb + b] = sum;
+      }
+      s.qq_ptr[g] = &s.qq[g * dk];
+      s.qd_ptr[g] = &s.qd[g * nb];
+      s.qsum_ptr[g] = &s.qsum[g * nb];
+    }
+    heads.qq = s.qq_ptr.data();
+    heads.qd = s.qd_ptr.data();
+    heads.qsum = s.qsum_ptr.data();
+  }
+  return heads;
+}
+
+bool page_held(const kv::KvLayerView& v, size_t page) {
+  return page < v.k_pages.size() && page < v.v_pages.size() && v.k_pages[page] && v.v_pages[page];
+}
+
+// Runs the tiles of keys [lo, hi] of tasks[0, n) (one query row, the same view) over their
+// states `st` (already reset); false if no page was held. Pages are the outer loop, so the
+// kv heads of one page run back to back and each page comes from memory once. A single task
+// prefetches its head's slice of the next page; several tasks (a decode unit: all kv heads)
+// rely on the caller's flash_prefetch of the whole range, issued a unit ahead.
+bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t lo,
+               int64_t hi, const StateView* st) {
+  const kv::KvLayerView& v = *tasks[0].view;
+  const FlashIsa isa = flash_isa_override();
+  static const FlashTileFn best = flash_tile_fn(FlashIsa::kAuto);
+  const FlashTileFn fn = isa == FlashIsa::kAuto ? best : flash_tile_fn(isa);
+  const bool twin = fn == flash_tile_twin;  // the twin reads every type itself
+
+  const int64_t dk = v.head_dim_k, dv = v.head_dim_v, pt = v.page_tokens;
+  thread_local FlashScratch s;
+  if (s.tasks.size() < static_cast<size_t>(n)) s.tasks.resize(static_cast<size_t>(n));
+  thread_local std::vector<FlashHeads> heads;
+  heads.resize(static_cast<size_t>(n));
+  int64_t max_group = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    heads[i] = prepare_heads(tasks[i], st[i], s.tasks[i]);
+    max_group = std::max(max_group, tasks[i].group);
+  }
+  s.scores.resize(static_cast<size_t>(max_group * pad16(pt)));  // [group][pad16(pt)]
   const FlashShape shape{dk, dv, p.scale, p.softcap};
-  const FlashHeads heads{g_n, s.q_ptr.data(), s.acc_ptr.data(), st.m, s.l_ptr.data()};
   const bool widen_k = !twin && !reads_directly(v.k_type, dk);
   const bool widen_v = !twin && !reads_directly(v.v_type, dv);
   if (widen_k) s.wk.resize(static_cast<size_t>(pt * dk));  // [pt][dk]
@@ -126,33 +195,33 @@ bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int
   bool any = false;
   for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
     const size_t page = static_cast<size_t>(page_lo / pt);
-    if (page >= v.k_pages.size() || page >= v.v_pages.size() || !v.k_pages[page] ||
-        !v.v_pages[page]) {
-      continue;  // not held: a broken view; its keys are simply absent
-    }
+    if (!page_held(v, page)) continue;  // a broken view; its keys are simply absent
     const int64_t next = page_lo + pt;
-    FlashTile tile;
     const size_t next_page = page + 1;
-    if (next <= hi && next_page < v.k_pages.size() && next_page < v.v_pages.size() &&
-        v.k_pages[next_page] && v.v_pages[next_page]) {
-      tile.next_k = v.k_pages[next_page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
-      tile.next_v = v.v_pages[next_page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
-      tile.next_k_bytes = v.k_head_bytes;
-      tile.next_v_bytes = v.v_head_bytes;
-      tile.n_next = std::min(pt - 1, hi - next) + 1;
+    const bool next_held = next <= hi && page_held(v, next_page);
+    for (int64_t i = 0; i < n; ++i) {
+      const HeadGroupTask& t = tasks[i];
+      FlashTile tile;
+      if (next_held && n == 1) {  // this head's slice of the next page's rows
+        tile.next_k = v.k_pages[next_page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
+        tile.next_v = v.v_pages[next_page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
+        tile.next_k_bytes = v.k_head_bytes;
+        tile.next_v_bytes = v.v_head_bytes;
+        tile.n_next = std::min(pt - 1, hi - next) + 1;
+      }
+      tile.k_type = v.k_type;
+      tile.v_type = v.v_type;
+      tile.k = v.k_pages[page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
+      tile.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
+      tile.k_stride = v.k_token_stride;
+      tile.v_stride = v.v_token_stride;
+      tile.n_rows = pt;
+      tile.j0 = std::max(page_lo, lo) - page_lo;
+      tile.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
+      if (widen_k) widen_rows(tile.k_type, tile.k, tile.k_stride, tile.j0, tile.j1, dk, s.wk.data());
+      if (widen_v) widen_rows(tile.v_type, tile.v, tile.v_stride, tile.j0, tile.j1, dv, s.wv.data());
+      fn(shape, tile, heads[i], s.scores.data());
     }
-    tile.k_type = v.k_type;
-    tile.v_type = v.v_type;
-    tile.k = v.k_pages[page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
-    tile.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
-    tile.k_stride = v.k_token_stride;
-    tile.v_stride = v.v_token_stride;
-    tile.n_rows = pt;
-    tile.j0 = std::max(page_lo, lo) - page_lo;
-    tile.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
-    if (widen_k) widen_rows(tile.k_type, tile.k, tile.k_stride, tile.j0, tile.j1, dk, s.wk.data());
-    if (widen_v) widen_rows(tile.v_type, tile.v, tile.v_stride, tile.j0, tile.j1, dv, s.wv.data());
-    fn(shape, tile, heads, s.scores.data());
     any = true;
   }
   return any;
@@ -162,17 +231,39 @@ bool run_tiles(const HeadGroupTask& t, const AttentionParams& p, int64_t lo, int
 
 int64_t flash_segment_span(const kv::KvLayerView& v) { return 8 * int64_t{v.page_tokens}; }
 
+void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
+  const int64_t pt = v.page_tokens;
+  for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
+    const size_t page = static_cast<size_t>(page_lo / pt);
+    if (!page_held(v, page)) continue;
+    const int64_t r0 = std::max(lo, page_lo) - page_lo, r1 = std::min(hi, page_lo + pt - 1) - page_lo + 1;
+    for (const auto& [base, stride] : {std::pair{v.k_pages[page], v.k_token_stride},
+                                       std::pair{v.v_pages[page], v.v_token_stride}}) {
+      const uint8_t* first = base + static_cast<size_t>(r0) * stride;
+      const uint8_t* last = base + static_cast<size_t>(r1) * stride - 1;
+      for (const uint8_t* c = first; c <= last; c += 64) _mm_prefetch(reinterpret_cast<const char*>(c), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(last), _MM_HINT_T1);
+    }
+  }
+}
+
 size_t flash_partial_floats(int64_t group, int64_t dv) {
   return static_cast<size_t>(group * (17 + pad16(dv)));
 }
 
-bool flash_partial(const HeadGroupTask& t, const AttentionParams& p, int64_t seg_lo, float* partial) {
-  const int64_t g_n = t.group, dv16 = pad16(t.view->head_dim_v);
-  const StateView st = state_view(partial, g_n);
-  std::fill(st.m, st.m + g_n, -std::numeric_limits<float>::infinity());
-  std::fill(st.l, st.l + 16 * g_n + g_n * dv16, 0.0f);  // l and acc are contiguous
+bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p,
+                   int64_t seg_lo, float* const* partials) {
+  thread_local std::vector<StateView> st;
+  st.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t g_n = tasks[i].group, dv16 = pad16(tasks[i].view->head_dim_v);
+    st[i] = state_view(partials[i], g_n);
+    std::fill(st[i].m, st[i].m + g_n, -std::numeric_limits<float>::infinity());
+    std::fill(st[i].l, st[i].l + 16 * g_n + g_n * dv16, 0.0f);  // l and acc are contiguous
+  }
+  const HeadGroupTask& t = tasks[0];
   const int64_t span = flash_segment_span(*t.view);
-  return run_tiles(t, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st);
+  return run_tiles(tasks, n, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st.data());
 }
 
 bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
@@ -211,8 +302,10 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
   thread_local std::vector<char> held;
   partials.resize(static_cast<size_t>(n) * pf);
   held.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    held[i] = flash_partial(t, p, first + i * span, partials.data() + static_cast<size_t>(i) * pf);
+  for (int64_t i = 0; i < n; ++i) {
+    float* part = partials.data() + static_cast<size_t>(i) * pf;
+    held[i] = flash_partial(&t, 1, p, first + i * span, &part);
+  }
   return flash_fold_finish(t, p, partials.data(), held.data(), n);
 }
 

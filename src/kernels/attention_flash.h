@@ -11,6 +11,11 @@
 //      tensor::dequantize_row gives it), then combined by tree16_sum:
 //        t[l] = a[l] + a[l+8] (l<8); u[l] = t[l] + t[l+4] (l<4); w[l] = u[l] + u[l+2];
 //        dot = w[0] + w[1]
+//      For q8_0 K the dot is integer, as the q8_0 matmul (qmatmul.h) defines it: q is
+//      quantized per block of 32 (q::quantize_block_q8: qd_b, qq[32]); for each block b,
+//      ascending, isum = Σ qq·kq (exact), dot = fma(qd_b · kd_b, float(isum), dot), from
+//      dot = +0 (kd_b the block's f16 scale as f32). As in llama.cpp, where q is converted
+//      to K's dot type.
 //   2. s_j = dot · scale; if softcap > 0: s_j = softcap · tanh(s_j / softcap) (std::tanh).
 //      Invisible j of the tile (and padding up to a multiple of 16) get s_j = −inf.
 //   3. tile max: mx[lane(j)] = max_def(mx[lane(j)], s_j) over j ascending (mx = −inf),
@@ -70,10 +75,15 @@ struct FlashTile {
 
 // The query heads a tile updates (any number; each head's arithmetic is independent).
 // q[h]: [pad16(dk)] zero-padded query; acc[h]: [pad16(dv)] accumulator (padding lanes are
-// scratch); m[h]: running max; l[h]: [16] lane sums. Not owned.
+// scratch); m[h]: running max; l[h]: [16] lane sums. For q8_0 K also the quantized query
+// (step 1): qq[h] [dk] codes, qd[h] [dk/32] block scales, qsum[h] [dk/32] Σ qq per block.
+// Not owned.
 struct FlashHeads {
   int64_t n = 0;
   const float* const* q = nullptr;
+  const int8_t* const* qq = nullptr;
+  const float* const* qd = nullptr;
+  const int32_t* const* qsum = nullptr;
   float* const* acc = nullptr;
   float* m = nullptr;
   float* const* l = nullptr;

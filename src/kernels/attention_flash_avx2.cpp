@@ -129,6 +129,37 @@ void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int6
   }
 }
 
+// Steps 1–2 for q8_0 K (the integer dot): each block's 32 quants and the query's codes
+// widened to int16, multiplied and summed in pairs by vpmaddwd (exact), then summed.
+void scores_q8(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s, int64_t sp) {
+  const int64_t nb = sh.dk / 32;
+  for (int64_t j = t.j0; j < t.j1; ++j) {
+    const uint8_t* row = t.k + j * t.k_stride;
+    for (int64_t h = 0; h < hd.n; ++h) {
+      float dot = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * sizeof(tensor::BlockQ8_0);
+        uint16_t kd_bits;
+        std::memcpy(&kd_bits, blk, 2);
+        const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hd.qq[h] + 32 * b));
+        const __m256i lo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(k)),
+                                             _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+        const __m256i hi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(k, 1)),
+                                             _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+        const __m256i m = _mm256_add_epi32(lo, hi);
+        __m128i x = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
+        x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
+        const float dd = hd.qd[h][b] * _cvtsh_ss(kd_bits);
+        dot = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dd), _mm_set_ss(static_cast<float>(_mm_cvtsi128_si32(x))),
+                                         _mm_set_ss(dot)));
+      }
+      s[h * sp + j] = flash_score(dot, sh);
+    }
+  }
+}
+
 template <DType KT>
 void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s, int64_t sp) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 4) {
@@ -197,7 +228,7 @@ void flash_tile_avx2(const FlashShape& sh, const FlashTile& t, const FlashHeads&
     case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp); break;
     case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp); break;
     case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp); break;
-    default: scores_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+    default: scores_q8(sh, t, hd, scores, sp); break;
   }
   softmax_update(sh, hd, scores, sp);
   switch (t.v_type) {

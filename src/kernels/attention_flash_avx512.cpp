@@ -14,7 +14,7 @@
 #include "tensor/blocks.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,f16c,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
 // The definition separates multiplies from adds except where it says fma.
 #pragma GCC optimize("fp-contract=off")
 // GCC 12 reports its own _mm512_undefined_* inside the conversion intrinsics as
@@ -114,8 +114,8 @@ inline void prefetch_row(const uint8_t* rows, size_t stride, size_t bytes, int64
 
 inline __mmask16 lanes_below(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-// Step 1–2 for NB heads: scores s[h * sp + j] for the visible j of the tile (the caller
-// pre-filled −inf). `zero_row` stands in for the invisible partner of a key pair.
+// Step 1–2 for NB heads, float K (f32 / f16 / bf16): scores s[h * sp + j] for the visible j
+// of the tile (the caller pre-filled −inf). `zero_row` stands in for the invisible partner of a key pair.
 template <DType KT, int NB>
 void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* q, float* s,
                   int64_t sp, const uint8_t* zero_row) {
@@ -136,18 +136,6 @@ void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* 
       __m512 a0[NB], a1[NB];
       for (int h = 0; h < NB; ++h) a0[h] = a1[h] = _mm512_setzero_ps();
       int64_t i = 0;
-      if constexpr (KT == DType::kQ8_0) {  // block by block: the same lanes, in the same order
-        for (; i < full; i += 32) {
-          __m512 ka0, ka1, kb0, kb1;
-          load_q8_block(ra, i, ka0, ka1);
-          load_q8_block(rb, i, kb0, kb1);
-          for (int h = 0; h < NB; ++h) {
-            const __m512 q0 = _mm512_loadu_ps(q[h] + i), q1 = _mm512_loadu_ps(q[h] + i + 16);
-            a0[h] = _mm512_fmadd_ps(q1, ka1, _mm512_fmadd_ps(q0, ka0, a0[h]));
-            a1[h] = _mm512_fmadd_ps(q1, kb1, _mm512_fmadd_ps(q0, kb0, a1[h]));
-          }
-        }
-      }
       for (; i < full; i += 16) {
         const __m512 ka = load16<KT>(ra, i), kb = load16<KT>(rb, i);
         for (int h = 0; h < NB; ++h) {
@@ -180,6 +168,100 @@ void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* 
       } else {
         d = _mm512_mul_ps(d, _mm512_set1_ps(sh.scale));
         _mm512_mask_storeu_ps(out, visible, d);
+      }
+    }
+  }
+}
+
+// vpermt2d indices of the q8_0 K transpose (scores_q8_block), built once.
+struct Q8TransposeIdx {
+  __m512i a[2], b[2], c[2];
+  Q8TransposeIdx() {
+    alignas(64) int32_t t[16];
+    for (int h = 0; h < 2; ++h) {  // A: keys 4i..4i+3 × groups 4h..4h+3 from R_2i, R_2i+1
+      for (int cc = 0; cc < 4; ++cc)
+        for (int kk = 0; kk < 4; ++kk) t[4 * cc + kk] = (kk / 2) * 16 + (kk % 2) * 8 + 4 * h + cc;
+      a[h] = _mm512_load_si512(t);
+    }
+    for (int x = 0; x < 2; ++x) {  // B: keys 0..7 × groups 2x, 2x+1 (of the 4) from two A's
+      for (int cl = 0; cl < 2; ++cl)
+        for (int key = 0; key < 8; ++key) t[8 * cl + key] = (key / 4) * 16 + 4 * (2 * x + cl) + key % 4;
+      b[x] = _mm512_load_si512(t);
+    }
+    for (int cl = 0; cl < 2; ++cl) {  // C: keys 0..15 of one group from two B's
+      for (int key = 0; key < 16; ++key) t[key] = (key / 8) * 16 + 8 * cl + key % 8;
+      c[cl] = _mm512_load_si512(t);
+    }
+  }
+};
+
+// Steps 1–2 for q8_0 K with the integer dot, NB heads from h0, 16 keys at a time. Block b's
+// quants of the 16 keys are transposed so that lane j of kt[c] holds key j's 4-byte group c;
+// vpdpbusd against the query's group c (broadcast) then sums 4 products per lane, with no
+// horizontal sums. vpdpbusd wants one unsigned operand: K gets +128 (xor 0x80) and
+// 128 · Σqq of the block is subtracted afterwards — exact integers, the twin's isum.
+template <int NB>
+void scores_q8_block(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, int64_t h0,
+                     float* s, int64_t sp, const uint8_t* zero_row) {
+  static const Q8TransposeIdx idx;
+  const int64_t nb = sh.dk / 32;
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int64_t base = t.j0 / 16 * 16;
+  for (int64_t g0 = base; g0 < t.j1; g0 += 16) {
+    const uint8_t* rows[16];
+    for (int p = 0; p < 16; ++p) {
+      const int64_t j = g0 + p;
+      rows[p] = j >= t.j0 && j < t.j1 ? t.k + j * t.k_stride : zero_row;
+      prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, j - base, t.n_next);
+    }
+    __m512 dot[NB];
+    for (int h = 0; h < NB; ++h) dot[h] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t off = static_cast<size_t>(b) * sizeof(tensor::BlockQ8_0);
+      alignas(32) uint16_t kd_bits[16];
+      __m512i r[8];
+      for (int p = 0; p < 8; ++p) {
+        const uint8_t* ra = rows[2 * p] + off;
+        const uint8_t* rb = rows[2 * p + 1] + off;
+        std::memcpy(&kd_bits[2 * p], ra, 2);
+        std::memcpy(&kd_bits[2 * p + 1], rb, 2);
+        r[p] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 2)), 1);
+      }
+      __m512i a[4][2], bb[2][2][2], kt[8];
+      for (int i = 0; i < 4; ++i)
+        for (int h = 0; h < 2; ++h) a[i][h] = _mm512_permutex2var_epi32(r[2 * i], idx.a[h], r[2 * i + 1]);
+      for (int h = 0; h < 2; ++h)
+        for (int ip = 0; ip < 2; ++ip)
+          for (int x = 0; x < 2; ++x)
+            bb[h][ip][x] = _mm512_permutex2var_epi32(a[2 * ip][h], idx.b[x], a[2 * ip + 1][h]);
+      for (int h = 0; h < 2; ++h)
+        for (int x = 0; x < 2; ++x)
+          for (int cl = 0; cl < 2; ++cl)
+            kt[4 * h + 2 * x + cl] = _mm512_xor_si512(
+                _mm512_permutex2var_epi32(bb[h][0][x], idx.c[cl], bb[h][1][x]), bias);
+      const __m512 kd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(kd_bits)));
+      for (int h = 0; h < NB; ++h) {
+        int32_t qg[8];
+        std::memcpy(qg, hd.qq[h0 + h] + 32 * b, sizeof qg);
+        __m512i acc = _mm512_setzero_si512();
+        for (int c = 0; c < 8; ++c) acc = _mm512_dpbusd_epi32(acc, kt[c], _mm512_set1_epi32(qg[c]));
+        acc = _mm512_sub_epi32(acc, _mm512_set1_epi32(128 * hd.qsum[h0 + h][b]));
+        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
+        dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc), dot[h]);
+      }
+    }
+    const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
+    const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
+    for (int h = 0; h < NB; ++h) {
+      float* out = s + h * sp + g0;
+      if (sh.softcap > 0.0f) {
+        alignas(64) float tmp[16];
+        _mm512_store_ps(tmp, dot[h]);
+        for (int64_t j = lo; j < hi; ++j) out[j] = flash_score(tmp[j], sh);
+      } else {
+        _mm512_mask_storeu_ps(out, visible, _mm512_mul_ps(dot[h], _mm512_set1_ps(sh.scale)));
       }
     }
   }
@@ -221,6 +303,23 @@ void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int6
   int64_t c = 0;
   for (; c + 32 <= dv; c += 32) values_pass<VT, NB, 2>(t, p, sp, acc, c, 0xFFFF);
   for (; c < dv; c += 16) values_pass<VT, NB, 1>(t, p, sp, acc, c, lanes_below(std::min<int64_t>(16, dv - c)));
+}
+
+void scores_q8_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s,
+                   int64_t sp, const uint8_t* zero_row) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
+    float* sb = s + h0 * sp;
+    switch (std::min<int64_t>(8, hd.n - h0)) {
+      case 1: scores_q8_block<1>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 2: scores_q8_block<2>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 3: scores_q8_block<3>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 4: scores_q8_block<4>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 5: scores_q8_block<5>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 6: scores_q8_block<6>(sh, t, hd, h0, sb, sp, zero_row); break;
+      case 7: scores_q8_block<7>(sh, t, hd, h0, sb, sp, zero_row); break;
+      default: scores_q8_block<8>(sh, t, hd, h0, sb, sp, zero_row); break;
+    }
+  }
 }
 
 template <DType KT>
@@ -309,7 +408,7 @@ void flash_tile_avx512(const FlashShape& sh, const FlashTile& t, const FlashHead
     case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp, zero_row.data()); break;
     case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp, zero_row.data()); break;
     case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp, zero_row.data()); break;
-    default: scores_all<DType::kQ8_0>(sh, t, hd, scores, sp, zero_row.data()); break;
+    default: scores_q8_all(sh, t, hd, scores, sp, zero_row.data()); break;
   }
   softmax_update(sh, hd, scores, sp);
   switch (t.v_type) {

@@ -2,11 +2,13 @@
 // one element at a time. It reads any KV type through tensor::dequantize_row.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
+#include "tensor/blocks.h"
 
 // The definition separates multiplies from adds except where it says fma.
 #pragma GCC optimize("fp-contract=off")
@@ -59,6 +61,19 @@ float dot16(const float* q, const float* k, int64_t n) {
   return tree16_sum(a);
 }
 
+// Step 1 for q8_0 K: the integer block dots of head h's quantized query with row k.
+float dot_q8(const FlashHeads& hd, int64_t h, const uint8_t* k, int64_t n) {
+  float dot = 0.0f;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    tensor::BlockQ8_0 blk;
+    std::memcpy(&blk, k + b * sizeof(tensor::BlockQ8_0), sizeof blk);
+    int32_t isum = 0;
+    for (int i = 0; i < 32; ++i) isum += int32_t{hd.qq[h][32 * b + i]} * int32_t{blk.qs[i]};
+    dot = std::fma(hd.qd[h][b] * tensor::fp16_to_fp32(blk.d), static_cast<float>(isum), dot);
+  }
+  return dot;
+}
+
 }  // namespace
 
 void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
@@ -71,7 +86,12 @@ void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads&
   // scores: [hd.n][sp]
   for (int64_t i = 0; i < hd.n * sp; ++i) scores[i] = ninf;
   for (int64_t j = t.j0; j < t.j1; ++j) {
-    tensor::dequantize_row(t.k_type, t.k + j * t.k_stride, row.data(), sh.dk);
+    const uint8_t* k = t.k + j * t.k_stride;
+    if (t.k_type == tensor::DType::kQ8_0) {
+      for (int64_t h = 0; h < hd.n; ++h) scores[h * sp + j] = flash_score(dot_q8(hd, h, k, sh.dk), sh);
+      continue;
+    }
+    tensor::dequantize_row(t.k_type, k, row.data(), sh.dk);
     for (int64_t h = 0; h < hd.n; ++h)
       scores[h * sp + j] = flash_score(dot16(hd.q[h], row.data(), sh.dk), sh);
   }

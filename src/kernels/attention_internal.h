@@ -38,13 +38,19 @@ bool attend_plain(const HeadGroupTask& t, const AttentionParams& p);
 bool attend_flash(const HeadGroupTask& t, const AttentionParams& p);
 
 // attend_flash in two steps (attention_flash.h: segments), so the segments of one task can
-// run on different threads with the same bits: flash_partial() computes the segment that
-// starts at seg_lo (a multiple of flash_segment_span) into `partial`
-// ([flash_partial_floats]) and returns whether a page of it was held; flash_fold_finish()
+// run on different threads with the same bits: flash_partial() computes, for each of tasks
+// [0, n) (the same query row and view, e.g. its kv heads), the segment that starts at seg_lo
+// (a multiple of flash_segment_span) into partials[i] ([flash_partial_floats]) and returns
+// whether a page of it was held; one call over a row's kv heads reads each page once.
+// flash_fold_finish()
 // folds a task's n partials (ascending seg_lo; overwritten) and fills t.out as attend_flash.
 int64_t flash_segment_span(const kv::KvLayerView& v);
+// Asks for the token rows (every kv head, K and V) of keys [lo, hi] to be brought into L2:
+// a hint, issued a unit of work ahead (a page ahead is too close to hide DRAM latency).
+void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi);
 size_t flash_partial_floats(int64_t group, int64_t dv);
-bool flash_partial(const HeadGroupTask& t, const AttentionParams& p, int64_t seg_lo, float* partial);
+bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t seg_lo,
+                   float* const* partials);
 bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
                        const char* held, int64_t n);
 

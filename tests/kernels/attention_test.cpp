@@ -10,12 +10,14 @@
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/attention_fixture.h"
+#include "kernels/quantize_act.h"
 #include "tensor/types.h"
 
 namespace keel::kernels {
 namespace {
 
 using attn_test::FakeLayer;
+using tensor::DType;
 
 // Straightforward double-precision attention for one query row.
 std::vector<double> reference(const FakeLayer& f, const float* q, int64_t pos, int64_t n_head,
@@ -95,8 +97,18 @@ TEST_P(AttentionCases, PlainAndFlashMatchReferenceAndAreBatchInvariant) {
       attention(q.data(), pos.data(), views.data(), n_q, p, out.data(), &pool);
       attention(q.data(), pos.data(), views.data(), n_q, p, out1.data(), nullptr);
       EXPECT_EQ(std::memcmp(out.data(), out1.data(), 4 * out.size()), 0) << "thread count matters";
+      // Flash on q8_0 K scores with the query rounded to 8 bits per block of 32
+      // (attention_flash.h, step 1): the reference gets that query.
+      std::vector<float> q_ref = q;
+      if (flash && c.kt == DType::kQ8_0) {
+        int8_t codes[32];
+        for (size_t b = 0; b < q_ref.size(); b += 32) {
+          const float qd = q::quantize_block_q8_scalar(&q[b], 32, codes);
+          for (int i = 0; i < 32; ++i) q_ref[b + i] = qd * codes[i];
+        }
+      }
       for (int64_t r = 0; r < n_q; ++r) {
-        auto ref = reference(f, &q[r * c.n_head * c.dk], pos[r], c.n_head, p);
+        auto ref = reference(f, &q_ref[r * c.n_head * c.dk], pos[r], c.n_head, p);
         for (int64_t i = 0; i < os; ++i)
           ASSERT_NEAR(out[r * os + i], ref[i], 2e-4)
               << "flash=" << flash << " page " << pt << " row " << r << " i " << i;
@@ -108,7 +120,6 @@ TEST_P(AttentionCases, PlainAndFlashMatchReferenceAndAreBatchInvariant) {
   }
 }
 
-using tensor::DType;
 INSTANTIATE_TEST_SUITE_P(
     Kernels, AttentionCases,
     ::testing::Values(Case{DType::kF32, DType::kF32, 4, 2, 16, 16, 0, 0.0f, false},
