@@ -1,5 +1,5 @@
 // Integer-path matmul micro-benchmarks (kernels/qmatmul.h) at TinyLlama-1.1B shapes:
-// decode (1 activation row) with the weights hot in L3 or cold (cycling through copies
+// decode (1 activation row; 8 rows for 8 parallel sequences) with the weights hot in L3 or cold (cycling through copies
 // larger than the last-level cache, as a whole model's decode step does), and prefill.
 // Counters: packed weight GB/s read (compare decode-cold with `keel bench --roofline`'s read
 // bandwidth) and int8 GOPS (compare prefill with the vpdpbusd peak). Benchmarks only: the
@@ -79,6 +79,9 @@ void Shapes(benchmark::internal::Benchmark* b) {
         b->Args({int64_t(t), 2048, 5632, 1, threads, cold});
         b->Args({int64_t(t), 5632, 2048, 1, threads, cold});
       }
+      // 8 rows, weights cold: the decode step of 8 parallel sequences.
+      b->Args({int64_t(t), 2048, 5632, 8, threads, 1});
+      b->Args({int64_t(t), 5632, 2048, 8, threads, 1});
       b->Args({int64_t(t), 2048, 5632, 64, threads, 0});
       b->Args({int64_t(t), 2048, 5632, 512, threads, 0});
     }

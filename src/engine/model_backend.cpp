@@ -130,14 +130,14 @@ Backend::Opened ModelBackend::open(std::span<const int32_t> prompt, int64_t max_
 int64_t ModelBackend::length(SeqId seq) const { return kv_->length(seq); }
 
 void ModelBackend::forward(std::span<const BatchEntry> batch, std::vector<float>* logits) {
-  // Shape: one model::BatchEntry per entry, same order.
-  std::vector<model::BatchEntry> entries(batch.size());
+  // Shape: one model::BatchEntry per entry, same order (a member: no allocation per step).
+  entries_.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    entries[i] = {batch[i].token, batch[i].pos, batch[i].seq, batch[i].want_logits};
+    entries_[i] = {batch[i].token, batch[i].pos, batch[i].seq, batch[i].want_logits};
   }
   model::ForwardOptions fo;
   fo.flash_attention = flash_attention_;
-  *logits = model_->forward(entries, *kv_, *pool_, fo);
+  model_->forward(entries_, *kv_, *pool_, fo, logits);
 }
 
 void ModelBackend::publish(SeqId seq, std::span<const int32_t> tokens) { kv_->cache_prefix(seq, tokens); }

@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
+#include "model/batch.h"
 #include "tensor/types.h"
 
 namespace keel {
@@ -87,6 +89,7 @@ class ModelBackend : public Backend {
   bool flash_attention_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<kv::KvCache> kv_;
+  std::vector<model::BatchEntry> entries_;  // forward()'s batch in the model's shape, reused
 };
 
 }  // namespace keel::engine

@@ -180,7 +180,10 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
   const int64_t dk = v0.head_dim_k, dv = v0.head_dim_v;
   const int64_t q_stride = params.n_head * dk, o_stride = params.n_head * dv;
 
-  std::vector<detail::KeyRange> ranges(n_q);
+  // The caller's buffer, named by reference (see attend_flash_split); reused across calls.
+  thread_local std::vector<detail::KeyRange> ranges_buf;
+  std::vector<detail::KeyRange>& ranges = ranges_buf;
+  ranges.assign(static_cast<size_t>(n_q), detail::KeyRange{});
   for (int64_t r = 0; r < n_q; ++r) {
     ranges[r] = detail::visible_keys(*views[r], pos[r]);
     if (ranges[r].empty()) {

@@ -13,10 +13,15 @@ bool attend_plain(const HeadGroupTask& t, const AttentionParams& p) {
   const kv::KvLayerView& v = *t.view;
   const int64_t dk = v.head_dim_k, dv = v.head_dim_v, g_n = t.group;
   const int64_t n_keys = t.keys.hi - t.keys.lo + 1;
-  thread_local std::vector<float> scores, scratch;
+  // Per-thread buffers that grow in steps of 256 keys, so a decode step (one more key than
+  // the last) allocates nothing.
+  thread_local std::vector<float> scores, scratch, inv_sum;
   thread_local std::vector<int64_t> used;
-  scores.resize(static_cast<size_t>(g_n * n_keys));
+  const int64_t key_cap = (n_keys + 255) / 256 * 256;
+  if (scores.size() < static_cast<size_t>(g_n * key_cap)) scores.resize(static_cast<size_t>(g_n * key_cap));
+  if (used.capacity() < static_cast<size_t>(key_cap)) used.reserve(static_cast<size_t>(key_cap));
   scratch.resize(static_cast<size_t>(std::max(dk, dv)));
+  inv_sum.resize(static_cast<size_t>(g_n));
   used.clear();
 
   // scores: [group][n_used] (row stride n_keys)
@@ -31,7 +36,6 @@ bool attend_plain(const HeadGroupTask& t, const AttentionParams& p) {
   std::memset(t.out, 0, sizeof(float) * static_cast<size_t>(g_n * dv));
   if (n_used == 0) return false;
 
-  std::vector<float> inv_sum(static_cast<size_t>(g_n));
   for (int64_t g = 0; g < g_n; ++g) {
     float* s = scores.data() + g * n_keys;
     float max = -std::numeric_limits<float>::infinity();

@@ -45,8 +45,10 @@ constexpr int64_t kMinParallelWork = 1 << 14;
 
 void matmul_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                   int64_t o_begin, int64_t o_end) {
+  // Rows of other types are widened into per-thread scratch (f32 rows are read in place,
+  // so an f32 model's workers never allocate).
   thread_local std::vector<float> scratch;
-  if (static_cast<int64_t>(scratch.size()) < w.n_in) scratch.resize(w.n_in);
+  if (w.type != tensor::DType::kF32 && static_cast<int64_t>(scratch.size()) < w.n_in) scratch.resize(w.n_in);
   const int64_t k = w.n_in;
   for (int64_t o = o_begin; o < o_end; ++o) {
     const float* wr;

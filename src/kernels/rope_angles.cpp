@@ -53,7 +53,14 @@ constexpr size_t kEntries = 4;
 
 AngleTable angle_table(const RopeParams& p, bool with_magnitude) {
   AngleTable t;
+  angle_table(p, with_magnitude, &t);
+  return t;
+}
+
+void angle_table(const RopeParams& p, bool with_magnitude, AngleTable* out) {
+  AngleTable& t = *out;
   const int64_t half = p.n_rot / 2;
+  t.low = t.high = 0.0;
   t.yarn = p.ext_factor != 0.0f;
   t.mscale = with_magnitude ? p.attn_factor : 1.0;
   if (t.yarn) {
@@ -69,7 +76,6 @@ AngleTable angle_table(const RopeParams& p, bool with_magnitude) {
   for (int64_t i = 0; i < half; ++i) {
     t.inv_freq[i] = std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / p.n_rot);
   }
-  return t;
 }
 
 void cos_sin_at(const RopeParams& p, const AngleTable& t, double pos, float* cos_out,
@@ -100,10 +106,19 @@ const float* rope_rows_cos_sin(const RopeParams& p, const int64_t* pos, int64_t 
       return e.rows.data();
     }
   }
-  const AngleTable t = angle_table(p, true);  // may throw: before any entry changes
+  thread_local AngleTable t;
+  angle_table(p, true, &t);  // may throw: before any entry changes
   CacheEntry& e = cache[next_victim];
   next_victim = (next_victim + 1) % kEntries;
   e.key = AngleKey::of(p);
+  // Every entry gets room for a decode batch at once, so entries taking turns never grow
+  // mid-run (no allocation per decode step).
+  constexpr int64_t kMinRows = 64;
+  const int64_t room = std::max(n_rows, kMinRows);
+  for (CacheEntry& x : cache) {
+    x.pos.reserve(static_cast<size_t>(room));
+    x.rows.reserve(static_cast<size_t>(room * p.n_rot));
+  }
   e.pos.assign(pos, pos + n_rows);
   e.rows.resize(static_cast<size_t>(n_rows * p.n_rot));
   const int64_t half = p.n_rot / 2;

@@ -22,6 +22,8 @@ struct AngleTable {
 };
 
 AngleTable angle_table(const RopeParams& p, bool with_magnitude);
+// The same into *out, reusing its storage (no allocation once it has held n_rot/2).
+void angle_table(const RopeParams& p, bool with_magnitude, AngleTable* out);
 void cos_sin_at(const RopeParams& p, const AngleTable& t, double pos, float* cos_out,
                 float* sin_out);
 

@@ -283,12 +283,20 @@ void KvCache::rollback(SeqId seq) {
 }
 
 KvLayerView KvCache::view(SeqId seq, int32_t layer) const {
+  KvLayerView v;
+  view(seq, layer, &v);
+  return v;
+}
+
+void KvCache::view(SeqId seq, int32_t layer, KvLayerView* out) const {
   const Impl& m = *impl_;
   const Sequence& s = m.live_seq(seq, "view");
   m.check_layer(layer, "view");
   const LayerSlot slot = m.groups.layer_slot[layer];
   const GroupSpec& sp = m.spec(slot.group);
-  KvLayerView v;
+  KvLayerView& v = *out;
+  v.k_pages.clear();
+  v.v_pages.clear();
   v.k_type = m.options.k_type;
   v.v_type = m.options.v_type;
   v.n_kv_heads = m.layout.n_kv_heads;
@@ -314,7 +322,6 @@ KvLayerView KvCache::view(SeqId seq, int32_t layer) const {
       v.v_pages.push_back(m.v_row(slot.group, p, slot.local, 0));
     }
   }
-  return v;
 }
 
 }  // namespace keel::kv

@@ -152,6 +152,9 @@ class KvCache {
   void rollback(SeqId seq);
 
   KvLayerView view(SeqId seq, int32_t layer) const;
+  // The same view written into *out, reusing the capacity of its page lists: a caller that
+  // keeps its views across steps takes them without allocating (decode steps).
+  void view(SeqId seq, int32_t layer, KvLayerView* out) const;
   // Row of one position dequantized to f32 [n_kv_heads * head_dim]; for tests and tools.
   void read_k(SeqId seq, int32_t layer, int64_t pos, float* row) const;
   void read_v(SeqId seq, int32_t layer, int64_t pos, float* row) const;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -22,17 +23,34 @@ class ThreadPool;
 
 namespace keel::model {
 
+// Buffers of forward passes, kept by the thread that drives them from one pass to the next
+// so that a decode step allocates nothing once they have grown (Model::forward keeps one
+// per thread). Contents are meaningful only during a pass.
+struct ForwardScratch {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> positions;
+  std::vector<kv::SeqId> seqs;
+  std::vector<kv::SeqId> distinct_seqs;
+  std::vector<size_t> seq_slot;  // row → index into distinct_seqs
+  std::vector<int64_t> logit_rows;
+  std::vector<kv::KvLayerView> views;  // [≥ distinct seqs]; page lists keep their capacity
+  std::vector<const kv::KvLayerView*> row_views;  // [rows]
+  std::vector<std::pair<kv::SeqId, int64_t>> seq_counts;  // Model::forward's validation
+};
+
 class ForwardPass {
  public:
+  // `scratch` and `logits` are the caller's and must outlive the pass; logits() is `logits`.
   ForwardPass(const HParams& hp, std::span<const BatchEntry> batch, kv::KvCache& kv,
-              ThreadPool& pool, const ForwardOptions& options);
+              ThreadPool& pool, const ForwardOptions& options, ForwardScratch& scratch,
+              std::vector<float>& logits);
 
   const HParams& hp() const { return hp_; }
   const ForwardOptions& options() const { return options_; }
   ThreadPool* pool() const { return pool_; }
-  int64_t n_rows() const { return static_cast<int64_t>(tokens_.size()); }
-  const int32_t* tokens() const { return tokens_.data(); }
-  const int64_t* positions() const { return positions_.data(); }
+  int64_t n_rows() const { return static_cast<int64_t>(s_.tokens.size()); }
+  const int32_t* tokens() const { return s_.tokens.data(); }
+  const int64_t* positions() const { return s_.positions.data(); }
 
   // Writes this layer's K/V rows of every batch row into the cache, then attends.
   // q: [n_rows][n_head * head_dim_k], k: [n_rows][n_head_kv * head_dim_k],
@@ -42,7 +60,7 @@ class ForwardPass {
               float* out);
 
   // Batch rows whose logits are wanted, ascending; logits() is [their count][n_vocab].
-  const std::vector<int64_t>& logit_rows() const { return logit_rows_; }
+  const std::vector<int64_t>& logit_rows() const { return s_.logit_rows; }
   std::vector<float>& logits() { return logits_; }
 
  private:
@@ -50,13 +68,8 @@ class ForwardPass {
   kv::KvCache& kv_;
   ThreadPool* pool_;
   ForwardOptions options_;
-  std::vector<int32_t> tokens_;
-  std::vector<int64_t> positions_;
-  std::vector<kv::SeqId> seqs_;
-  std::vector<kv::SeqId> distinct_seqs_;
-  std::vector<size_t> seq_slot_;  // row → index into distinct_seqs_
-  std::vector<int64_t> logit_rows_;
-  std::vector<float> logits_;
+  ForwardScratch& s_;
+  std::vector<float>& logits_;
 };
 
 }  // namespace keel::model

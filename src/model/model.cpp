@@ -57,20 +57,22 @@ namespace {
 // Rolls back every reservation unless the pass commits.
 class KvReservation {
  public:
-  explicit KvReservation(kv::KvCache& kv) : kv_(kv) {}
+  // `counts` ((seq, n) pairs) must outlive the reservation.
+  KvReservation(kv::KvCache& kv, const std::vector<std::pair<kv::SeqId, int64_t>>& counts)
+      : kv_(kv), seqs_(counts) {}
+  // Reserves n entries for each pair; if one fails, those already made roll back.
+  void reserve_all() {
+    for (; made_ < seqs_.size(); ++made_) kv_.reserve(seqs_[made_].first, seqs_[made_].second);
+  }
   ~KvReservation() {
     if (committed_) return;
-    for (auto it = seqs_.rbegin(); it != seqs_.rend(); ++it) {
+    for (size_t i = made_; i-- > 0;) {
       try {
-        kv_.rollback(it->first);
+        kv_.rollback(seqs_[i].first);
       } catch (...) {
         // Rollback of a reservation that exists cannot fail; never throw from a destructor.
       }
     }
-  }
-  void reserve(kv::SeqId seq, int64_t n) {
-    kv_.reserve(seq, n);
-    seqs_.emplace_back(seq, n);
   }
   void commit() {
     for (const auto& [seq, n] : seqs_) kv_.commit(seq, n);
@@ -79,7 +81,8 @@ class KvReservation {
 
  private:
   kv::KvCache& kv_;
-  std::vector<std::pair<kv::SeqId, int64_t>> seqs_;
+  const std::vector<std::pair<kv::SeqId, int64_t>>& seqs_;
+  size_t made_ = 0;
   bool committed_ = false;
 };
 
@@ -87,9 +90,21 @@ class KvReservation {
 
 std::vector<float> Model::forward(std::span<const BatchEntry> batch, kv::KvCache& kv,
                                   ThreadPool& pool, const ForwardOptions& options) const {
-  if (batch.empty()) return {};
+  std::vector<float> logits;
+  forward(batch, kv, pool, options, &logits);
+  return logits;
+}
+
+void Model::forward(std::span<const BatchEntry> batch, kv::KvCache& kv, ThreadPool& pool,
+                    const ForwardOptions& options, std::vector<float>* logits) const {
+  logits->clear();
+  if (batch.empty()) return;
+  // Kept by the driving thread across passes (no allocation per decode step); a pass never
+  // starts another on the same thread, so one per thread suffices.
+  thread_local ForwardScratch scratch;
   // Validate everything before touching the cache.
-  std::vector<std::pair<kv::SeqId, int64_t>> counts;  // seq → entries, in first-seen order
+  auto& counts = scratch.seq_counts;  // seq → entries, in first-seen order
+  counts.clear();
   for (const BatchEntry& e : batch) {
     if (e.token < 0 || e.token >= hp_.n_vocab) {
       throw Error(ErrorCode::kInvalidArgument, "forward: token id " + std::to_string(e.token) +
@@ -112,12 +127,11 @@ std::vector<float> Model::forward(std::span<const BatchEntry> batch, kv::KvCache
     ++it->second;
   }
 
-  KvReservation reservation(kv);
-  for (const auto& [seq, n] : counts) reservation.reserve(seq, n);
-  ForwardPass fp(hp_, batch, kv, pool, options);
+  KvReservation reservation(kv, counts);
+  reservation.reserve_all();
+  ForwardPass fp(hp_, batch, kv, pool, options, scratch, *logits);
   arch_->forward(fp);
   reservation.commit();
-  return std::move(fp.logits());
 }
 
 }  // namespace keel::model

@@ -68,6 +68,10 @@ class Model {
   // Returns logits [n entries with want_logits][n_vocab], in batch order.
   std::vector<float> forward(std::span<const BatchEntry> batch, kv::KvCache& kv,
                              ThreadPool& pool, const ForwardOptions& options = {}) const;
+  // The same into *logits (resized; its capacity reused). With the per-thread scratch this
+  // keeps, a decode step of an already-seen shape allocates nothing.
+  void forward(std::span<const BatchEntry> batch, kv::KvCache& kv, ThreadPool& pool,
+               const ForwardOptions& options, std::vector<float>* logits) const;
 
   // Part of loading, done by the owner of a pool: packs every weight the integer SIMD
   // kernels read packed (kernels::prepare_weights), one matrix per task on `pool`, instead

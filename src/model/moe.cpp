@@ -31,14 +31,36 @@ void moe_ffn(const ForwardPass& fp, const MoeWeights& w, const MoeActivation& ac
     throw Error(ErrorCode::kInvalidArgument, "moe: experts per token " + std::to_string(k) +
                                                  " outside [1, " + std::to_string(n_expert) + "]");
   }
+  // Buffers kept by the forward thread across passes (no allocation per decode step).
+  struct Scratch {
+    std::vector<float> logits, weight, slot_out, hx, g, u, y;
+    std::vector<int64_t> chosen, order, rows;
+  };
+  thread_local Scratch sc;
   // logits: [n][n_expert]; chosen/weight: [n][k]
-  std::vector<float> logits(n * n_expert), weight(n * k);
-  std::vector<int64_t> chosen(n * k), order(n_expert);
+  std::vector<float>& logits = sc.logits;
+  std::vector<float>& weight = sc.weight;
+  std::vector<int64_t>& chosen = sc.chosen;
+  std::vector<int64_t>& order = sc.order;
+  logits.assign(static_cast<size_t>(n * n_expert), 0.0f);
+  weight.assign(static_cast<size_t>(n * k), 0.0f);
+  chosen.assign(static_cast<size_t>(n * k), 0);
+  order.resize(static_cast<size_t>(n_expert));
   linear(fp, w.router, h, logits.data());
   for (int64_t r = 0; r < n; ++r) {
     const float* l = logits.data() + r * n_expert;
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return l[a] > l[b]; });
+    // The k largest logits, ties to the lower expert (a stable sort's first k, without its
+    // buffer); NaN after every number.
+    auto before = [&](int64_t a, int64_t b) {
+      const float x = l[a], y = l[b];
+      if (x > y) return true;
+      if (x < y) return false;
+      const bool nan_x = std::isnan(x), nan_y = std::isnan(y);
+      if (nan_x != nan_y) return nan_y;
+      return a < b;
+    };
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
     for (int64_t s = 0; s < k; ++s) {
       chosen[r * k + s] = order[s];
       weight[r * k + s] = l[order[s]];
@@ -47,9 +69,10 @@ void moe_ffn(const ForwardPass& fp, const MoeWeights& w, const MoeActivation& ac
   }
 
   // slot_out: [n][k][d] each selected expert's weighted output, summed in slot order below.
-  std::vector<float> slot_out(n * k * d);
-  std::vector<int64_t> rows;  // (r * k + s) of the rows routed to expert e
-  std::vector<float> hx, g, u, y;
+  std::vector<float>& slot_out = sc.slot_out;
+  slot_out.assign(static_cast<size_t>(n * k * d), 0.0f);
+  std::vector<int64_t>& rows = sc.rows;  // (r * k + s) of the rows routed to expert e
+  std::vector<float>&hx = sc.hx, &g = sc.g, &u = sc.u, &y = sc.y;
   for (int64_t e = 0; e < n_expert; ++e) {
     rows.clear();
     for (int64_t i = 0; i < n * k; ++i) {
