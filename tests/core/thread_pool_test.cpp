@@ -15,17 +15,7 @@
 #include "core/thread_pool.h"
 
 // Counts every allocation of this test binary, so a test can prove a code path makes none.
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "support/count_allocations.h"
 
 namespace keel {
 namespace {
@@ -134,13 +124,13 @@ TEST(ThreadPoolHandOff, NoAllocationPerCall) {
     for (int64_t i = lo; i < hi; ++i) out[i] = a + b + c + d + i;
   };
   pool.parallel_for(64, 4, body);  // warm-up
-  const int64_t before = g_allocations.load();
+  const int64_t before = test::allocation_count();
   for (int job = 0; job < 1000; ++job) {
     pool.parallel_for(64, 1 + job % 7, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) out[i] = a + b + c + d + i;
     });
   }
-  EXPECT_EQ(g_allocations.load(), before);
+  EXPECT_EQ(test::allocation_count(), before);
   EXPECT_EQ(out[63], 10 + 63);
 }
 

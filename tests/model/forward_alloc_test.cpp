@@ -1,9 +1,6 @@
 // A decode step allocates nothing (issue: "no allocation per step"): once a shape has been
 // seen, Model::forward into a kept logits buffer takes its views, ranges, kernel scratch and
 // activation buffers from storage kept across steps. This binary counts every operator new.
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -13,29 +10,8 @@
 #include "golden_support.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "support/count_allocations.h"
 #include "synthetic_support.h"
-
-// The replacements below pair malloc with free on purpose.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace keel::test {
 namespace {
@@ -84,17 +60,17 @@ TEST_P(ForwardAllocations, DecodeStepsAllocateNothing) {
   m.forward(batch, cache, pool, fo, &logits);  // warm-up of the two-row shape
   for (int64_t pos = 6; pos < 10; ++pos) {
     ea.pos = eb.pos = pos;
-    const int64_t before = g_allocations.load();
+    const int64_t before = allocation_count();
     m.forward(batch, cache, pool, fo, &logits);
-    EXPECT_EQ(g_allocations.load() - before, 0) << label << ": two-row step at " << pos;
+    EXPECT_EQ(allocation_count() - before, 0) << label << ": two-row step at " << pos;
   }
   std::vector<model::BatchEntry> one = {{13, 10, a, true}};
   m.forward(one, cache, pool, fo, &logits);  // warm-up of the one-row shape
   for (int64_t pos = 11; pos < 15; ++pos) {
     one[0].pos = pos;
-    const int64_t before = g_allocations.load();
+    const int64_t before = allocation_count();
     m.forward(one, cache, pool, fo, &logits);
-    EXPECT_EQ(g_allocations.load() - before, 0) << label << ": one-row step at " << pos;
+    EXPECT_EQ(allocation_count() - before, 0) << label << ": one-row step at " << pos;
   }
   EXPECT_EQ(logits.size(), static_cast<size_t>(m.n_vocab()));
 }
