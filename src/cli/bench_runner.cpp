@@ -76,12 +76,13 @@ Rates run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::Seq
     tokens = t.n_prompt;
   } else {
     std::vector<model::BatchEntry> batch(seqs.size());
+    std::vector<float> logits;  // kept across steps, as a server's engine keeps it
     for (int64_t step = 0; step < t.n_gen; ++step) {
       for (size_t s = 0; s < seqs.size(); ++s) {
         const int64_t pos = kv.length(seqs[s]);
         batch[s] = {token_at(pos + 7 * static_cast<int64_t>(s), m.n_vocab()), pos, seqs[s], true};
       }
-      m.forward(batch, kv, pool, fo);
+      m.forward(batch, kv, pool, fo, &logits);
     }
     tokens = t.n_gen * static_cast<int64_t>(seqs.size());
   }
