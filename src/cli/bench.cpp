@@ -42,6 +42,10 @@ struct BenchOptions {
   int64_t roofline_mib = 1024;  // read-probe buffer; far beyond L3 (32 MiB here)
 };
 
+// Bounds on the flags (a typo must not ask for a million threads or a terabyte of cache).
+constexpr int kMaxThreads = 1024;
+constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
 struct ModelFacts {
   std::string file, type;
   double size_gib = 0, params_b = 0;
@@ -170,11 +174,32 @@ int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o)
   return 0;
 }
 
+// Every flag checked before the model loads or a row runs: a bad value in a list must not
+// cost a load, nor leave a half-printed table behind.
+void validate(const BenchOptions& o) {
+  auto fail = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, "bench: " + why); };
+  if (o.threads < 1 || o.reps < 1) fail("-t and -r must be >= 1");
+  if (o.threads > kMaxThreads) fail("-t " + std::to_string(o.threads) + " is above " + std::to_string(kMaxThreads));
+  if (o.output != "md" && o.output != "json" && o.output != "csv") fail("-o must be md, json or csv, not '" + o.output + "'");
+  auto check_list = [&](const std::vector<int64_t>& v, const char* flag, int64_t lo) {
+    for (int64_t x : v) {
+      if (x < lo || x > kMaxTokens) {
+        fail(std::string(flag) + " " + std::to_string(x) + " is outside [" + std::to_string(lo) + ", " +
+             std::to_string(kMaxTokens) + "]");
+      }
+    }
+  };
+  check_list(o.n_prompt, "-p", 0);
+  check_list(o.n_gen, "-n", 0);
+  check_list(o.depth, "-d", 0);
+  check_list(o.parallel, "--parallel", 1);
+  parse_type(o.type_k, "-ctk");
+  parse_type(o.type_v, "-ctv");
+  if (!o.roofline && plan_tests(o).empty()) fail("nothing to measure (every -p and -n is 0)");
+}
+
 int run_bench(const BenchOptions& o) {
-  if (o.threads < 1 || o.reps < 1) throw Error(ErrorCode::kInvalidArgument, "bench: -t and -r must be >= 1");
-  if (o.output != "md" && o.output != "json" && o.output != "csv") {
-    throw Error(ErrorCode::kInvalidArgument, "bench: -o must be md, json or csv, not '" + o.output + "'");
-  }
+  validate(o);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   ThreadPool pool(o.threads);

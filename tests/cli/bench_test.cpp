@@ -148,7 +148,9 @@ TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
   for (const std::string& args : {bin + m + " -o xml", bin + m + " -r 0 -n 2 -p 0", bin + m + " -t 0",
                                   bin + m + " -ctk q9_9 -p 0 -n 2 -r 1", bin + m + " -p abc", bin + m + " -fa maybe",
                                   bin + m + " --parallel 0 -p 0 -n 2 -r 1", bin + m + " -d -5 -p 0 -n 2 -r 1",
-                                  bin + " -m /nonexistent.gguf", bin + " -p 8", bin + m + " --roofline-mib 0"}) {
+                                  bin + " -m /nonexistent.gguf", bin + " -p 8", bin + m + " --roofline-mib 0",
+                                  bin + m + " -p -5 -n 0 -r 1", bin + m + " -p 0 -n -1 -r 1", bin + m + " -p 0 -n 0",
+                                  bin + m + " -t 100000 -p 4 -n 0", bin + m + " -p 0 -n 2 --parallel 1,0 -r 1"}) {
     const CommandResult r = run_command(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(r.signal, 0) << args << "\n" << r.err;
@@ -156,6 +158,11 @@ TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
   }
   const CommandResult bad_kv = run_command(bin + m + " -ctk q9_9 -p 0 -n 2 -r 1");
   EXPECT_NE(bad_kv.err.find("q9_9"), std::string::npos) << bad_kv.err;
+  // A bad entry late in a list fails before any row is measured or printed.
+  const CommandResult late = run_command(bin + m + " -p 4 -n 2 --parallel 1,0 -r 1");
+  EXPECT_NE(late.exit_code, 0);
+  EXPECT_EQ(late.out.find("pp4"), std::string::npos) << late.out;
+  EXPECT_NE(late.err.find("--parallel 0"), std::string::npos) << late.err;
 }
 
 }  // namespace
