@@ -175,8 +175,8 @@ int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o)
 }
 
 // Every flag checked before the model loads or a row runs: a bad value in a list must not
-// cost a load, nor leave a half-printed table behind.
-void validate(const BenchOptions& o) {
+// cost a load, nor leave a half-printed table behind. Returns the run settings they give.
+BenchSettings validate(const BenchOptions& o) {
   auto fail = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, "bench: " + why); };
   if (o.threads < 1 || o.reps < 1) fail("-t and -r must be >= 1");
   if (o.threads > kMaxThreads) fail("-t " + std::to_string(o.threads) + " is above " + std::to_string(kMaxThreads));
@@ -193,13 +193,17 @@ void validate(const BenchOptions& o) {
   check_list(o.n_gen, "-n", 0);
   check_list(o.depth, "-d", 0);
   check_list(o.parallel, "--parallel", 1);
-  parse_type(o.type_k, "-ctk");
-  parse_type(o.type_v, "-ctv");
+  BenchSettings s;
+  s.flash_attention = o.flash_attn == "on";
+  s.type_k = parse_type(o.type_k, "-ctk");
+  s.type_v = parse_type(o.type_v, "-ctv");
+  s.reps = o.reps;
   if (!o.roofline && plan_tests(o).empty()) fail("nothing to measure (every -p and -n is 0)");
+  return s;
 }
 
 int run_bench(const BenchOptions& o) {
-  validate(o);
+  const BenchSettings s = validate(o);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   ThreadPool pool(o.threads);
@@ -215,11 +219,6 @@ int run_bench(const BenchOptions& o) {
                kernels::q::isa_name(kernels::q::best_isa()), kernels::matmul_path_name(kernels::matmul_path()));
   if (o.roofline) return run_roofline(m, pool, o);
 
-  BenchSettings s;
-  s.flash_attention = o.flash_attn == "on";
-  s.type_k = parse_type(o.type_k, "-ctk");
-  s.type_v = parse_type(o.type_v, "-ctv");
-  s.reps = o.reps;
   const ModelFacts facts = model_facts(m);
   bool first = true;
   for (const BenchTest& t : plan_tests(o)) {
