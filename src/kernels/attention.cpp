@@ -92,7 +92,9 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
   thread_local std::vector<Segment> segs_buf;
   thread_local std::vector<float> partials_buf;
   thread_local std::vector<char> held_buf;
+  thread_local std::vector<detail::PreparedQuery> queries_buf;  // [row][kv head]
   std::vector<Segment>& segs = segs_buf;
+  std::vector<detail::PreparedQuery>& queries = queries_buf;
   std::vector<float>& partials = partials_buf;
   std::vector<char>& held = held_buf;
   segs.clear();
@@ -102,6 +104,12 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
     for (int64_t kvh = 0; kvh < n_kv; ++kvh)
       for (int64_t lo = ranges[r].lo / span * span; lo <= ranges[r].hi; lo += span)
         segs.push_back({static_cast<int64_t>(r), kvh, lo});
+  }
+  // Each task's query once, not once per segment (few tasks: a decode step).
+  if (queries.size() < ranges.size() * static_cast<size_t>(n_kv)) queries.resize(ranges.size() * static_cast<size_t>(n_kv));
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (ranges[r].empty()) continue;
+    for (int64_t kvh = 0; kvh < n_kv; ++kvh) detail::prepare_query(task(static_cast<int64_t>(r), kvh), queries[r * n_kv + kvh]);
   }
   const size_t pf = detail::flash_partial_floats(params.n_head / n_kv, views[0]->head_dim_v);
   partials.resize(segs.size() * pf);
@@ -144,6 +152,7 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
       outs.clear();
       for (int64_t kvh = 0; kvh < n_kv; ++kvh) {
         tasks.push_back(task(first.r, kvh));
+        tasks.back().prepared = &queries[static_cast<size_t>(first.r * n_kv + kvh)];
         outs.push_back(&partials[static_cast<size_t>(unit.first + kvh * unit.stride) * pf]);
       }
       const char h = detail::flash_partial(tasks.data(), n_kv, params, first.seg_lo, outs.data());

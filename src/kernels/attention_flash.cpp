@@ -35,15 +35,12 @@ bool reads_directly(tensor::DType type, int64_t d) {
   }
 }
 
-// Per-task buffers: the zero-padded query copy and the tile kernel's head pointers.
+// Per-task buffers: the query (when the task brings none prepared) and the tile kernel's
+// head pointers.
 struct TaskScratch {
-  std::vector<float> q;  // [group][pad16(dk)]
+  PreparedQuery own;
   std::vector<const float*> q_ptr;
   std::vector<float*> acc_ptr, l_ptr;
-  // q8_0 K only: the query quantized per block of 32 (attention_flash.h, step 1).
-  std::vector<int8_t> qq;  // [group][dk]
-  std::vector<float> qd;   // [group][dk / 32]
-  std::vector<int32_t> qsum;  // [group][dk / 32]
   std::vector<const int8_t*> qq_ptr;
   std::vector<const float*> qd_ptr;
   std::vector<const int32_t*> qsum_ptr;
@@ -111,17 +108,22 @@ struct StateView {
 
 StateView state_view(float* base, int64_t group) { return {base, base + group, base + 17 * group}; }
 
+bool quantized_keys(const kv::KvLayerView& v) { return v.k_type == tensor::DType::kQ8_0 && v.head_dim_k % 32 == 0; }
+
 // The tile kernel's view of task t's heads over state `st`.
 FlashHeads prepare_heads(const HeadGroupTask& t, StateView st, TaskScratch& s) {
   const int64_t dk = t.view->head_dim_k, g_n = t.group;
   const int64_t dk16 = pad16(dk), dv16 = pad16(t.view->head_dim_v);
-  s.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);
+  const PreparedQuery* pq = t.prepared;
+  if (!pq) {
+    prepare_query(t, s.own);
+    pq = &s.own;
+  }
   s.q_ptr.resize(static_cast<size_t>(g_n));
   s.acc_ptr.resize(static_cast<size_t>(g_n));
   s.l_ptr.resize(static_cast<size_t>(g_n));
   for (int64_t g = 0; g < g_n; ++g) {
-    std::memcpy(&s.q[g * dk16], t.q + g * dk, sizeof(float) * static_cast<size_t>(dk));
-    s.q_ptr[g] = &s.q[g * dk16];
+    s.q_ptr[g] = &pq->q[g * dk16];
     s.acc_ptr[g] = st.acc + g * dv16;
     s.l_ptr[g] = st.l + g * 16;
   }
@@ -131,25 +133,15 @@ FlashHeads prepare_heads(const HeadGroupTask& t, StateView st, TaskScratch& s) {
   heads.acc = s.acc_ptr.data();
   heads.m = st.m;
   heads.l = s.l_ptr.data();
-  if (t.view->k_type == tensor::DType::kQ8_0 && dk % 32 == 0) {
+  if (quantized_keys(*t.view)) {
     const int64_t nb = dk / 32;
-    s.qq.resize(static_cast<size_t>(g_n * dk));
-    s.qd.resize(static_cast<size_t>(g_n * nb));
-    s.qsum.resize(static_cast<size_t>(g_n * nb));
     s.qq_ptr.resize(static_cast<size_t>(g_n));
     s.qd_ptr.resize(static_cast<size_t>(g_n));
     s.qsum_ptr.resize(static_cast<size_t>(g_n));
     for (int64_t g = 0; g < g_n; ++g) {
-      for (int64_t b = 0; b < nb; ++b) {
-        int8_t* qq = &s.qq[g * dk + 32 * b];
-        s.qd[g * nb + b] = q::quantize_block_q8(t.q + g * dk + 32 * b, 32, qq);
-        int32_t sum = 0;
-        for (int i = 0; i < 32; ++i) sum += qq[i];
-        s.qsum[g * nb + b] = sum;
-      }
-      s.qq_ptr[g] = &s.qq[g * dk];
-      s.qd_ptr[g] = &s.qd[g * nb];
-      s.qsum_ptr[g] = &s.qsum[g * nb];
+      s.qq_ptr[g] = &pq->qq[g * dk];
+      s.qd_ptr[g] = &pq->qd[g * nb];
+      s.qsum_ptr[g] = &pq->qsum[g * nb];
     }
     heads.qq = s.qq_ptr.data();
     heads.qd = s.qd_ptr.data();
@@ -229,6 +221,28 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
 
 }  // namespace
 
+void prepare_query(const HeadGroupTask& t, PreparedQuery& out) {
+  const int64_t dk = t.view->head_dim_k, g_n = t.group, dk16 = pad16(dk);
+  out.q.assign(static_cast<size_t>(g_n * dk16), 0.0f);
+  for (int64_t g = 0; g < g_n; ++g) {
+    std::memcpy(&out.q[g * dk16], t.q + g * dk, sizeof(float) * static_cast<size_t>(dk));
+  }
+  if (!quantized_keys(*t.view)) return;
+  const int64_t nb = dk / 32;
+  out.qq.resize(static_cast<size_t>(g_n * dk));
+  out.qd.resize(static_cast<size_t>(g_n * nb));
+  out.qsum.resize(static_cast<size_t>(g_n * nb));
+  for (int64_t g = 0; g < g_n; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      int8_t* qq = &out.qq[g * dk + 32 * b];
+      out.qd[g * nb + b] = q::quantize_block_q8(t.q + g * dk + 32 * b, 32, qq);
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) sum += qq[i];
+      out.qsum[g * nb + b] = sum;
+    }
+  }
+}
+
 int64_t flash_segment_span(const kv::KvLayerView& v) { return 8 * int64_t{v.page_tokens}; }
 
 void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
@@ -300,11 +314,17 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p) {
   const size_t pf = flash_partial_floats(t.group, t.view->head_dim_v);
   thread_local std::vector<float> partials;
   thread_local std::vector<char> held;
+  thread_local PreparedQuery query;
   partials.resize(static_cast<size_t>(n) * pf);
   held.resize(static_cast<size_t>(n));
+  HeadGroupTask tp = t;
+  if (!tp.prepared) {
+    prepare_query(t, query);
+    tp.prepared = &query;
+  }
   for (int64_t i = 0; i < n; ++i) {
     float* part = partials.data() + static_cast<size_t>(i) * pf;
-    held[i] = flash_partial(&t, 1, p, first + i * span, &part);
+    held[i] = flash_partial(&tp, 1, p, first + i * span, &part);
   }
   return flash_fold_finish(t, p, partials.data(), held.data(), n);
 }

@@ -20,6 +20,8 @@ KeyRange visible_keys(const kv::KvLayerView& v, int64_t pos);
 const float* k_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch);
 const float* v_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch);
 
+struct PreparedQuery;
+
 // One (query row, kv head) unit of work: the `group` query heads sharing kv head `kvh`.
 struct HeadGroupTask {
   const kv::KvLayerView* view;
@@ -29,7 +31,21 @@ struct HeadGroupTask {
   int64_t group;
   int64_t first_head;  // index of the group's first query head (for sinks)
   KeyRange keys;
+  // The group's query in the tile kernels' forms, made once (prepare_query) and shared by
+  // every segment of the task; nullptr: each flash_partial call makes its own. Not owned.
+  const PreparedQuery* prepared = nullptr;
 };
+
+// A task's query as the flash tile kernels read it (attention_flash.h, step 1): the
+// zero-padded f32 copy and, for q8_0 K, the per-32 codes, scales and code sums. Depends
+// only on the query, so one preparation serves all of a task's segments.
+struct PreparedQuery {
+  std::vector<float> q;       // [group][pad16(dk)]
+  std::vector<int8_t> qq;     // q8_0 K: [group][dk]
+  std::vector<float> qd;      // q8_0 K: [group][dk / 32]
+  std::vector<int32_t> qsum;  // q8_0 K: [group][dk / 32]
+};
+void prepare_query(const HeadGroupTask& t, PreparedQuery& out);
 
 float score(const float* q, const float* k, int64_t d, const AttentionParams& p);
 
