@@ -62,8 +62,18 @@ struct Pages {
   }
 };
 
+// Reads a buffer well beyond the L3 so the next iteration's pages come from DRAM, as in a
+// model's decode step, where the layer's weights stream through the caches between two
+// visits of its KV pages (a pool merely larger than the L3 still keeps part of it).
+void evict_caches() {
+  static std::vector<uint8_t> sweep(size_t{96} << 20, 1);
+  uint64_t x = 0;
+  for (size_t i = 0; i < sweep.size(); i += 64) x += sweep[i];
+  benchmark::DoNotOptimize(x);
+}
+
 // args: type, rows (the last `rows` positions of a context of `ctx`), ctx, threads, isa,
-// layers per page (Pages)
+// layers per page (Pages), evict (1: caches evicted before each timed call, untimed)
 void BM_FlashAttention(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t rows = state.range(1), ctx = state.range(2);
@@ -93,7 +103,13 @@ void BM_FlashAttention(benchmark::State& state) {
   p.scale = 1.0f / std::sqrt(float(kHeadDim));
   p.flash = true;
   size_t layer = 0;
+  const bool evict = state.range(6) != 0;
   for (auto _ : state) {
+    if (evict) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
     keel::kernels::attention(q.data(), pos.data(), views[layer].data(), rows, p, out.data(), &pool);
     layer = (layer + 1) % views.size();
     benchmark::DoNotOptimize(out.data());
@@ -107,15 +123,17 @@ void Shapes(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF16, DType::kQ8_0}) {
     for (int isa : {int(FlashIsa::kAvx2), int(FlashIsa::kAvx512)}) {
       for (int threads : {1, 2}) {
-        b->Args({int64_t(t), 512, 512, threads, isa, 1});   // prefill pp512
-        b->Args({int64_t(t), 1, 4096, threads, isa, 1});    // decode at depth 4096
+        b->Args({int64_t(t), 512, 512, threads, isa, 1, 0});   // prefill pp512
+        b->Args({int64_t(t), 1, 4096, threads, isa, 1, 0});    // decode at depth 4096
       }
     }
   }
   // Decode at depth 4096 in a 22-layer pool (TinyLlama's; 49 MB, beyond L3): the model's case.
-  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22});
-  b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1});  // K/V beyond L3 (36 MB)
-  b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1});  // the scalar twin
+  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0});
+  // The same with the caches evicted before each call: every page from DRAM, as in the model.
+  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 1});
+  b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0});  // K/V beyond L3 (36 MB)
+  b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0});  // the scalar twin
 }
 
 BENCHMARK(BM_FlashAttention)->Apply(Shapes)->MeasureProcessCPUTime();

@@ -80,4 +80,17 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
   });
 }
 
+void matmul_shared_input(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys, int n,
+                         ThreadPool* pool) {
+  if (n_rows <= 0 || n <= 0) return;
+  for (int i = 0; i < n; ++i) {
+    if (!ws[i]->data || ws[i]->n_in <= 0) throw Error(ErrorCode::kInvalidArgument, "matmul: empty weight matrix");
+    if (ws[i]->n_in != ws[0]->n_in) {
+      throw Error(ErrorCode::kInvalidArgument, "matmul_shared_input: matrices of one input differ in n_in");
+    }
+  }
+  if (matmul_fast_shared_input(ws, x, n_rows, ys, n, pool)) return;
+  for (int i = 0; i < n; ++i) matmul(*ws[i], x, n_rows, ys[i], pool);
+}
+
 }  // namespace keel::kernels

@@ -54,4 +54,15 @@ void weight_row(const WeightMatrix& w, int64_t r, float* dst);
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
+// The most matrices matmul_shared_input takes as one job (more run one by one).
+constexpr int kMaxSharedInput = 4;
+
+// ys[i] = matmul(*ws[i], x) for the n matrices of one input (a layer's q/k/v or gate/up
+// projections), bitwise as n matmul() calls; where the integer path allows, x is quantized
+// once and all the products run as one job on the pool (one dispatch, one shared finish).
+// Every ws[i] must have the same n_in (else keel::Error kInvalidArgument); ys[i]:
+// [n_rows][ws[i]->n_out], none aliasing x.
+void matmul_shared_input(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys, int n,
+                         ThreadPool* pool);
+
 }  // namespace keel::kernels

@@ -68,6 +68,65 @@ void prepare_weights(const WeightMatrix& w) {
   if (w.pack && q::panel_kernel(q::best_isa(), w.type)) w.pack->get(w);
 }
 
+namespace {
+
+// One matrix's share of an integer product on packed panels: tasks of (panel group, chunk of
+// activation rows), group = 2 panels where a pair kernel pays (prefill), else 1 (decode).
+struct PanelPlan {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+  const q::PackedMatrix* pm = nullptr;
+  q::PanelFn fn = nullptr, pair = nullptr;
+  int64_t n_rc = 0, n_tasks = 0;
+};
+
+PanelPlan plan_panels(const WeightMatrix& w, float* y, int64_t n_rows, q::PanelFn fn, ThreadPool* pool) {
+  PanelPlan plan;
+  plan.w = &w;
+  plan.y = y;
+  plan.pm = &w.pack->get(w, pool);
+  plan.fn = fn;
+  // Prefill takes panels two at a time where a pair kernel exists (each activation load
+  // then feeds twice the outputs); decode keeps single panels (finer work split).
+  plan.pair = n_rows >= kPairMinRows ? q::panel_pair_kernel(q::best_isa(), w.type) : nullptr;
+  const int64_t group = plan.pair ? 2 : 1;
+  plan.n_rc = (n_rows + kRowChunk - 1) / kRowChunk;
+  plan.n_tasks = (plan.pm->n_panels() + group - 1) / group * plan.n_rc;
+  return plan;
+}
+
+void run_panel_task(const PanelPlan& plan, const q::ActRows& a, int64_t n_rows, int64_t t) {
+  const WeightMatrix& w = *plan.w;
+  const q::PackedMatrix& pm = *plan.pm;
+  const int64_t group = plan.pair ? 2 : 1;
+  const int64_t p = t / plan.n_rc * group, rc = t % plan.n_rc;
+  const int64_t r0 = rc * kRowChunk, r1 = std::min(n_rows, (rc + 1) * kRowChunk);
+  auto n_valid = [&](int64_t panel) {
+    return static_cast<int>(std::min<int64_t>(q::kPanelRows, w.n_out - panel * q::kPanelRows));
+  };
+  float* yp = plan.y + p * q::kPanelRows;
+  if (plan.pair && p + 1 < pm.n_panels()) {
+    plan.pair(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p + 1));
+  } else {
+    plan.fn(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p));
+  }
+}
+
+// Quantizes x once for `format` into the caller's buffer (workers reach it by reference:
+// naming the thread_local inside a lambda would give each worker its own, empty one).
+q::ActRows quantize_input(q::ActBuffer& acts, const float* x, int64_t n_rows, int64_t n_in, q::ActFormat format,
+                          int64_t work, ThreadPool* pool) {
+  const q::ActRows a = acts.prepare(n_rows, n_in, format);
+  run_tasks(pool, (n_rows + 7) / 8, work / 64, [&](int64_t b, int64_t e) {
+    acts.quantize_rows(x, b * 8, std::min(n_rows, e * 8));
+  });
+  return a;
+}
+
+thread_local q::ActBuffer caller_acts;
+
+}  // namespace
+
 bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
   const MatmulPath path = matmul_path();
   if (path == MatmulPath::kReference) return false;
@@ -82,45 +141,58 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
   const q::Format* fmt = q::format_for(w.type);
   if (!fmt || w.n_in % fmt->block != 0) return false;
 
-  // The caller's buffer; workers reach it through this reference (naming the thread_local
-  // inside the lambda would give each worker its own, empty one).
-  thread_local q::ActBuffer caller_acts;
   q::ActBuffer& acts = caller_acts;
-  const q::ActRows a = acts.prepare(n_rows, w.n_in, fmt->act);
   const int64_t work = n_rows * w.n_in * w.n_out;
-  run_tasks(pool, (n_rows + 7) / 8, work / 64, [&](int64_t b, int64_t e) {
-    acts.quantize_rows(x, b * 8, std::min(n_rows, e * 8));
-  });
+  const q::ActRows a = quantize_input(acts, x, n_rows, w.n_in, fmt->act, work, pool);
 
   const q::PanelFn fn = path == MatmulPath::kAuto ? q::panel_kernel(q::best_isa(), w.type) : nullptr;
   if (fn && w.pack) {
-    const q::PackedMatrix& pm = w.pack->get(w, pool);
-    // Prefill takes panels two at a time where a pair kernel exists (each activation load
-    // then feeds twice the outputs); decode keeps single panels (finer work split).
-    const q::PanelFn pair = n_rows >= kPairMinRows ? q::panel_pair_kernel(q::best_isa(), w.type) : nullptr;
-    const int64_t group = pair ? 2 : 1;
-    const int64_t n_groups = (pm.n_panels() + group - 1) / group;
-    const int64_t n_rc = (n_rows + kRowChunk - 1) / kRowChunk;
-    auto n_valid = [&](int64_t p) {
-      return static_cast<int>(std::min<int64_t>(q::kPanelRows, w.n_out - p * q::kPanelRows));
-    };
-    run_tasks(pool, n_groups * n_rc, work, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t p = t / n_rc * group, rc = t % n_rc;
-        const int64_t r0 = rc * kRowChunk, r1 = std::min(n_rows, (rc + 1) * kRowChunk);
-        float* yp = y + p * q::kPanelRows;
-        if (pair && p + 1 < pm.n_panels()) {
-          pair(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p + 1));
-        } else {
-          fn(pm.panel(p), pm.n_blocks(), a, r0, r1, yp, w.n_out, n_valid(p));
-        }
-      }
+    const PanelPlan plan = plan_panels(w, y, n_rows, fn, pool);
+    run_tasks(pool, plan.n_tasks, work, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) run_panel_task(plan, a, n_rows, t);
     });
     return true;
   }
   run_tasks(pool, w.n_out, work, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       for (int64_t r = 0; r < n_rows; ++r) y[r * w.n_out + o] = q::twin_dot(w.type, w.row(o), a, r);
+    }
+  });
+  return true;
+}
+
+bool matmul_fast_shared_input(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys,
+                              int n, ThreadPool* pool) {
+  if (n < 1 || n > kMaxSharedInput || matmul_path() != MatmulPath::kAuto) return false;
+  const q::Format* fmt = q::format_for(ws[0]->type);
+  if (!fmt) return false;
+  int64_t work = 0;
+  for (int i = 0; i < n; ++i) {
+    const WeightMatrix& w = *ws[i];
+    const q::Format* f = q::format_for(w.type);
+    // One quantization serves all only when every matrix reads the same activation format.
+    if (!f || f->act != fmt->act || w.n_in != ws[0]->n_in || w.n_in % f->block != 0 || !w.pack ||
+        !q::panel_kernel(q::best_isa(), w.type)) {
+      return false;
+    }
+    work += n_rows * w.n_in * w.n_out;
+  }
+  q::ActBuffer& acts = caller_acts;
+  const q::ActRows a = quantize_input(acts, x, n_rows, ws[0]->n_in, fmt->act, work, pool);
+  PanelPlan plans[kMaxSharedInput];
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    plans[i] = plan_panels(*ws[i], ys[i], n_rows, q::panel_kernel(q::best_isa(), ws[i]->type), pool);
+    total += plans[i].n_tasks;
+  }
+  // The matrices' tasks back to back in one job: one dispatch, and the threads finish
+  // together once instead of once per matrix. Each task runs exactly as in matmul_fast.
+  run_tasks(pool, total, work, [&](int64_t b, int64_t e) {
+    int i = 0;
+    int64_t base = 0;
+    for (int64_t t = b; t < e; ++t) {
+      while (t >= base + plans[i].n_tasks) base += plans[i++].n_tasks;
+      run_panel_task(plans[i], a, n_rows, t - base);
     }
   });
   return true;

@@ -45,6 +45,28 @@ void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y) {
   if (l.bias) kernels::add_rows(y, l.bias, fp.n_rows(), l.w.n_out);
 }
 
+void linear_shared_input(const ForwardPass& fp, std::initializer_list<const Linear*> ls, const float* x,
+                         std::initializer_list<float*> ys) {
+  if (ls.size() != ys.size() || ls.size() > static_cast<size_t>(kernels::kMaxSharedInput)) {
+    throw Error(ErrorCode::kInternal, "linear_shared_input: " + std::to_string(ls.size()) + " layers for " +
+                                          std::to_string(ys.size()) + " outputs");
+  }
+  const kernels::WeightMatrix* ws[kernels::kMaxSharedInput] = {};
+  float* outs[kernels::kMaxSharedInput] = {};
+  int n = 0;
+  auto y = ys.begin();
+  for (const Linear* l : ls) {
+    ws[n] = &l->w;
+    outs[n++] = *y++;
+  }
+  kernels::matmul_shared_input(ws, x, fp.n_rows(), outs, n, fp.pool());
+  y = ys.begin();
+  for (const Linear* l : ls) {
+    if (l->bias) kernels::add_rows(*y, l->bias, fp.n_rows(), l->w.n_out);
+    ++y;
+  }
+}
+
 void embed(const ForwardPass& fp, const kernels::WeightMatrix& token_embd, float* x) {
   for (int64_t r = 0; r < fp.n_rows(); ++r) {
     const int32_t t = fp.tokens()[r];
@@ -66,9 +88,7 @@ void self_attention(ForwardPass& fp, int32_t layer, const AttentionWeights& w, c
   float* k = scratch(kK, n * hp.n_head_kv * hp.head_dim_k);
   float* v = scratch(kV, n * hp.n_head_kv * hp.head_dim_v);
   float* attn = scratch(kAttn, n * hp.n_head * hp.head_dim_v);
-  linear(fp, w.q, h, q);
-  linear(fp, w.k, h, k);
-  linear(fp, w.v, h, v);
+  linear_shared_input(fp, {&w.q, &w.k, &w.v}, h, {q, k, v});
   if (w.q_norm) kernels::rms_norm(q, w.q_norm, n * hp.n_head, hp.head_dim_k, hp.norm_eps, q);
   if (w.k_norm) kernels::rms_norm(k, w.k_norm, n * hp.n_head_kv, hp.head_dim_k, hp.norm_eps, k);
   const kernels::RopeParams& rope = hp.layers.at(static_cast<size_t>(layer)).rope;
@@ -84,8 +104,7 @@ void gated_ffn(const ForwardPass& fp, const GatedFfnWeights& w, Activation act, 
   // gate, up: [n][n_ff]
   float* gate = scratch(kGate, n * n_ff);
   float* up = scratch(kUp, n * n_ff);
-  linear(fp, w.gate, h, gate);
-  linear(fp, w.up, h, up);
+  linear_shared_input(fp, {&w.gate, &w.up}, h, {gate, up});
   if (act == Activation::kSilu) {
     kernels::silu_mul(gate, up, n * n_ff, gate);
   } else {

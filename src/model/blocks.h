@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/function_ref.h"
@@ -48,6 +49,10 @@ class Residual {
 
 // y[n_rows][l.w.n_out] = x[n_rows][l.w.n_in] · Wᵀ (+ bias)
 void linear(const ForwardPass& fp, const Linear& l, const float* x, float* y);
+// linear() for several layers of one input (q/k/v, gate/up): the same results, computed as
+// one job (kernels::matmul_shared_input); at most kernels::kMaxSharedInput layers, one y each.
+void linear_shared_input(const ForwardPass& fp, std::initializer_list<const Linear*> ls, const float* x,
+                         std::initializer_list<float*> ys);
 
 // x[n_rows][n_embd] = rows `tokens` of the embedding matrix (token ids range-checked).
 void embed(const ForwardPass& fp, const kernels::WeightMatrix& token_embd, float* x);

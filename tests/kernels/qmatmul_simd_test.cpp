@@ -193,6 +193,58 @@ TEST_P(IntegerPath, MatmulIsBatchAndThreadInvariantAndEqualsTwin) {
   expect_bitwise(yb.data(), y.data(), n_rows * n_out, "unpacked view");
 }
 
+// matmul_shared_input: one job over several matrices of one input gives each matrix the bits
+// of its own matmul, whether the matrices share an activation format (one quantization) or
+// not (one by one): q/k/v with odd n_out (a short last panel), 1 row (decode) and 37.
+TEST(MatmulSharedInput, EqualsOneMatmulPerMatrix) {
+  const int64_t n_in = 512;
+  const std::vector<std::vector<DType>> sets = {
+      {DType::kQ4_0, DType::kQ4_0, DType::kQ4_0}, {DType::kQ8_0, DType::kQ4_0},
+      {DType::kQ4_K, DType::kQ4_K, DType::kQ6_K}, {DType::kQ4_K, DType::kQ4_0},
+      {DType::kF16, DType::kQ8_0}, {DType::kQ5_K}};
+  const int64_t n_outs[] = {83, 21, 16, 40};
+  ThreadPool pool(2);
+  uint32_t seed = 40;
+  for (const auto& types : sets) {
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<WeightMatrix> ws;
+    for (size_t i = 0; i < types.size(); ++i) {
+      data.push_back(quantize(types[i], normal(n_in * n_outs[i], seed++, 0.5f), n_in, n_outs[i]));
+      ws.push_back(WeightMatrix::packed(types[i], data.back().data(), n_in, n_outs[i]));
+    }
+    for (int64_t n_rows : {1, 37}) {
+      const auto x = normal(n_in * n_rows, seed++);
+      std::vector<std::vector<float>> got(ws.size()), want(ws.size());
+      const WeightMatrix* wp[kMaxSharedInput];
+      float* yp[kMaxSharedInput];
+      for (size_t i = 0; i < ws.size(); ++i) {
+        got[i].assign(n_rows * n_outs[i], -1.0f);
+        want[i].resize(n_rows * n_outs[i]);
+        matmul(ws[i], x.data(), n_rows, want[i].data(), &pool);
+        wp[i] = &ws[i];
+        yp[i] = got[i].data();
+      }
+      matmul_shared_input(wp, x.data(), n_rows, yp, static_cast<int>(ws.size()), &pool);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        expect_bitwise(got[i].data(), want[i].data(), n_rows * n_outs[i],
+                       std::string(tensor::dtype_name(types[i])) + " matrix " + std::to_string(i) + ", " +
+                           std::to_string(n_rows) + " rows");
+      }
+    }
+  }
+}
+
+TEST(MatmulSharedInput, RejectsMatricesOfDifferentWidths) {
+  const auto a = quantize(DType::kQ4_0, normal(64 * 16, 50), 64, 16);
+  const auto b = quantize(DType::kQ4_0, normal(96 * 16, 51), 96, 16);
+  const auto wa = WeightMatrix::packed(DType::kQ4_0, a.data(), 64, 16);
+  const auto wb = WeightMatrix::packed(DType::kQ4_0, b.data(), 96, 16);
+  const WeightMatrix* ws[] = {&wa, &wb};
+  std::vector<float> x(96), ya(16), yb(16);
+  float* ys[] = {ya.data(), yb.data()};
+  EXPECT_THROW(matmul_shared_input(ws, x.data(), 1, ys, 2, nullptr), Error);
+}
+
 TEST_P(IntegerPath, ViewsOfDifferentDataSharingACacheStayDistinct) {
   const auto [type, n_in] = GetParam();
   const int64_t n_out = 17;
