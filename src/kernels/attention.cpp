@@ -115,11 +115,18 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
   partials.resize(segs.size() * pf);
   held.resize(segs.size());
   // A unit of work is one segment of one row with all its kv heads (flash_partial reads
-  // each page once); segs stays in fold order (row, kv head, segment), so kv head h of a
-  // unit is segs[first + h * stride] with stride = the row's segments per kv head.
+  // each page once) or, when segments are fewer than threads (a short context), with a
+  // share of them, so every thread still gets work; segs stays in fold order (row, kv head,
+  // segment), so kv head h of a unit is segs[first + h * stride] with stride = the row's
+  // segments per kv head.
   struct Unit {
-    int64_t first, stride;
+    int64_t first, stride, kvh0, kvh1;
   };
+  int64_t n_seg_units = 0;
+  for (size_t i = 0; i < segs.size(); ++i) n_seg_units += segs[i].kvh == 0;
+  int64_t kv_split = 1;
+  while (n_seg_units * kv_split < pool.size() && n_kv % (2 * kv_split) == 0) kv_split *= 2;
+  const int64_t kv_share = n_kv / kv_split;
   thread_local std::vector<Unit> units_buf;
   std::vector<Unit>& units = units_buf;
   units.clear();
@@ -127,7 +134,10 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
     size_t e = i;
     while (e < segs.size() && segs[e].r == segs[i].r) ++e;  // [i, e): the row's segments
     const int64_t per_head = static_cast<int64_t>(e - i) / n_kv;
-    for (int64_t s = 0; s < per_head; ++s) units.push_back({static_cast<int64_t>(i) + s, per_head});
+    for (int64_t s = 0; s < per_head; ++s) {
+      for (int64_t k0 = 0; k0 < n_kv; k0 += kv_share)
+        units.push_back({static_cast<int64_t>(i) + s, per_head, k0, k0 + kv_share});
+    }
     i = e;
   }
   // One contiguous run of units per thread, so each thread knows its next unit and asks
@@ -150,13 +160,13 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
       const Segment& first = segs[unit.first];
       tasks.clear();
       outs.clear();
-      for (int64_t kvh = 0; kvh < n_kv; ++kvh) {
+      for (int64_t kvh = unit.kvh0; kvh < unit.kvh1; ++kvh) {
         tasks.push_back(task(first.r, kvh));
         tasks.back().prepared = &queries[static_cast<size_t>(first.r * n_kv + kvh)];
         outs.push_back(&partials[static_cast<size_t>(unit.first + kvh * unit.stride) * pf]);
       }
-      const char h = detail::flash_partial(tasks.data(), n_kv, params, first.seg_lo, outs.data());
-      for (int64_t kvh = 0; kvh < n_kv; ++kvh) held[unit.first + kvh * unit.stride] = h;
+      const char h = detail::flash_partial(tasks.data(), unit.kvh1 - unit.kvh0, params, first.seg_lo, outs.data());
+      for (int64_t kvh = unit.kvh0; kvh < unit.kvh1; ++kvh) held[unit.first + kvh * unit.stride] = h;
     }
   });
   for (size_t i = 0; i < segs.size();) {  // fold each task's run of segments
