@@ -16,8 +16,9 @@ namespace {
 
 // |got − want| in units of the float spacing at want (denormals: the smallest spacing).
 double ulps(float got, double want) {
-  const double spacing =
-      std::max(std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23), 1.4e-45);
+  const float w = static_cast<float>(want);
+  // ilogb of zero and NaN is INT_MIN (no exponent to subtract from): the smallest spacing.
+  const double spacing = w == 0.0f || std::isnan(w) ? 1.4e-45 : std::max(std::ldexp(1.0, std::ilogb(w) - 23), 1.4e-45);
   return std::abs(static_cast<double>(got) - want) / spacing;
 }
 
