@@ -112,6 +112,22 @@ void run_panel_task(const PanelPlan& plan, const q::ActRows& a, int64_t n_rows, 
   }
 }
 
+// The tasks of n plans back to back in one pool job (one dispatch; the threads finish
+// together once, not once per matrix). Task t of a plan runs the same way whatever else
+// shares the job, so one product alone and several of one input give the same bits.
+void run_plans(const PanelPlan* plans, int n, const q::ActRows& a, int64_t n_rows, int64_t work, ThreadPool* pool) {
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += plans[i].n_tasks;
+  run_tasks(pool, total, work, [&](int64_t b, int64_t e) {
+    int i = 0;
+    int64_t base = 0;
+    for (int64_t t = b; t < e; ++t) {
+      while (t >= base + plans[i].n_tasks) base += plans[i++].n_tasks;
+      run_panel_task(plans[i], a, n_rows, t - base);
+    }
+  });
+}
+
 // Quantizes x once for `format` into the caller's buffer (workers reach it by reference:
 // naming the thread_local inside a lambda would give each worker its own, empty one).
 q::ActRows quantize_input(q::ActBuffer& acts, const float* x, int64_t n_rows, int64_t n_in, q::ActFormat format,
@@ -148,9 +164,7 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
   const q::PanelFn fn = path == MatmulPath::kAuto ? q::panel_kernel(q::best_isa(), w.type) : nullptr;
   if (fn && w.pack) {
     const PanelPlan plan = plan_panels(w, y, n_rows, fn, pool);
-    run_tasks(pool, plan.n_tasks, work, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) run_panel_task(plan, a, n_rows, t);
-    });
+    run_plans(&plan, 1, a, n_rows, work, pool);
     return true;
   }
   run_tasks(pool, w.n_out, work, [&](int64_t b, int64_t e) {
@@ -180,21 +194,10 @@ bool matmul_fast_shared_input(const WeightMatrix* const* ws, const float* x, int
   q::ActBuffer& acts = caller_acts;
   const q::ActRows a = quantize_input(acts, x, n_rows, ws[0]->n_in, fmt->act, work, pool);
   PanelPlan plans[kMaxSharedInput];
-  int64_t total = 0;
   for (int i = 0; i < n; ++i) {
     plans[i] = plan_panels(*ws[i], ys[i], n_rows, q::panel_kernel(q::best_isa(), ws[i]->type), pool);
-    total += plans[i].n_tasks;
   }
-  // The matrices' tasks back to back in one job: one dispatch, and the threads finish
-  // together once instead of once per matrix. Each task runs exactly as in matmul_fast.
-  run_tasks(pool, total, work, [&](int64_t b, int64_t e) {
-    int i = 0;
-    int64_t base = 0;
-    for (int64_t t = b; t < e; ++t) {
-      while (t >= base + plans[i].n_tasks) base += plans[i++].n_tasks;
-      run_panel_task(plans[i], a, n_rows, t - base);
-    }
-  });
+  run_plans(plans, n, a, n_rows, work, pool);
   return true;
 }
 
