@@ -59,10 +59,50 @@ const Format* format_for(tensor::DType type);
 // row `w_row` (n_in elements) against activation row r. The oracle of every SIMD kernel.
 float twin_dot(tensor::DType type, const uint8_t* w_row, const ActRows& a, int64_t r);
 
+// The packed bytes the caller's next panel call will read. A kernel pulls them toward L2
+// while it computes, paced evenly over its blocks and row tiles (PrefetchPacer), so that on
+// a multi-row decode step (compute- and memory-heavy at once) the next call's weights arrive
+// during this call's arithmetic instead of stalling the next call. A hint: never read for
+// results. Empty: nothing to prefetch.
+struct NextPanels {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
+// One row tile's share of a NextPanels range, paced over the tile's blocks: at_block(b)
+// issues the prefetches due by block b (b ascending from 0 to n_blocks - 1).
+class PrefetchPacer {
+ public:
+  PrefetchPacer() = default;
+  // Tile `tile` of `n_tiles` (each walking `n_blocks` blocks) takes an equal share of `next`.
+  PrefetchPacer(NextPanels next, int tile, int n_tiles, int64_t n_blocks) : n_blocks_(n_blocks) {
+    if (next.data == nullptr || next.bytes == 0 || n_tiles <= 0 || n_blocks <= 0) return;
+    const auto addr = reinterpret_cast<uintptr_t>(next.data);
+    const int64_t lines = static_cast<int64_t>((addr % 64 + next.bytes + 63) / 64);
+    const int64_t l0 = lines * tile / n_tiles, l1 = lines * (tile + 1) / n_tiles;
+    first_ = reinterpret_cast<const char*>(addr - addr % 64) + 64 * l0;
+    lines_ = l1 - l0;
+  }
+  void at_block(int64_t b) const {
+    if (lines_ == 0) return;
+    const int64_t end = (b + 1) * lines_ / n_blocks_;
+    for (int64_t l = b * lines_ / n_blocks_; l < end; ++l) __builtin_prefetch(first_ + 64 * l, 0, 2);
+  }
+
+ private:
+  const char* first_ = nullptr;
+  int64_t lines_ = 0, n_blocks_ = 1;
+};
+
+// The pacer of a call with nothing to prefetch.
+struct NoPrefetch {
+  void at_block(int64_t) const {}
+};
+
 // A panel kernel: for activation rows [r0, r1) computes y[r * ldy + i] for i < n_valid
-// (<= 16) from one packed panel of `n_blocks` blocks.
+// (<= 16) from one packed panel of `n_blocks` blocks, prefetching `next` as it goes.
 using PanelFn = void (*)(const uint8_t* panel, int64_t n_blocks, const ActRows& a, int64_t r0,
-                         int64_t r1, float* y, int64_t ldy, int n_valid);
+                         int64_t r1, float* y, int64_t ldy, int n_valid, NextPanels next);
 
 // The panel kernel of `isa` for `type`, or nullptr (scalar has none: it uses twin_dot).
 PanelFn panel_kernel(Isa isa, tensor::DType type);

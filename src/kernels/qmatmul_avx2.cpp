@@ -74,11 +74,12 @@ void store_half(const __m256 (&acc)[R], float* y, int64_t r0, int64_t ldy, int h
   }
 }
 
-template <int R, bool kQ4>
-void legacy_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R]) {
+template <int R, bool kQ4, class Pf>
+void legacy_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R], const Pf& pf) {
   constexpr size_t kBlockBytes = kQ4 ? 288 : 544;
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * kBlockBytes;
     const __m256 dw = load_f16x8(blk + 16 * half);
     __m256i isum[R];
@@ -140,10 +141,11 @@ inline void k4_pair(const uint8_t* blk, const int8_t* const (&xb)[R], int half, 
   }
 }
 
-template <int R, bool kFive>
-void k4_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R]) {
+template <int R, bool kFive, class Pf>
+void k4_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R], const Pf& pf) {
   constexpr size_t kBlockBytes = kFive ? 2880 : 2368;
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * kBlockBytes;
     const int8_t* xb[R];
     for (int r = 0; r < R; ++r) xb[r] = p.x[r] + 256 * b;
@@ -181,10 +183,11 @@ void k4_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m25
   }
 }
 
-template <int R>
-void q6_k_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R]) {
+template <int R, class Pf>
+void q6_k_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m256 (&acc)[R], const Pf& pf) {
   const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * 3360;
     __m256i A[R];
     for (int r = 0; r < R; ++r) A[r] = _mm256_setzero_si256();
@@ -215,33 +218,55 @@ void q6_k_half(const uint8_t* panel, int64_t nb, const Rows<R>& p, int half, __m
   }
 }
 
-template <int R> struct Q8_0K { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { legacy_half<R, false>(pn, nb, p, h, acc); } };
-template <int R> struct Q4_0K { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { legacy_half<R, true>(pn, nb, p, h, acc); } };
-template <int R> struct Q4_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { k4_half<R, false>(pn, nb, p, h, acc); } };
-template <int R> struct Q5_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { k4_half<R, true>(pn, nb, p, h, acc); } };
-template <int R> struct Q6_KK { static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R]) { q6_k_half<R>(pn, nb, p, h, acc); } };
+template <int R> struct Q8_0K { template <class Pf> static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R], const Pf& pf) { legacy_half<R, false, Pf>(pn, nb, p, h, acc, pf); } };
+template <int R> struct Q4_0K { template <class Pf> static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R], const Pf& pf) { legacy_half<R, true, Pf>(pn, nb, p, h, acc, pf); } };
+template <int R> struct Q4_KK { template <class Pf> static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R], const Pf& pf) { k4_half<R, false, Pf>(pn, nb, p, h, acc, pf); } };
+template <int R> struct Q5_KK { template <class Pf> static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R], const Pf& pf) { k4_half<R, true, Pf>(pn, nb, p, h, acc, pf); } };
+template <int R> struct Q6_KK { template <class Pf> static void half(const uint8_t* pn, int64_t nb, const Rows<R>& p, int h, __m256 (&acc)[R], const Pf& pf) { q6_k_half<R, Pf>(pn, nb, p, h, acc, pf); } };
 
-template <template <int> class K, int R>
-void run_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n_valid) {
+// Each (row tile, half) walk takes an equal share of `next` (tile of n_tiles).
+template <template <int> class K, int R, bool kPrefetch>
+void run_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n_valid,
+              NextPanels next, int tile, int n_tiles) {
   const Rows<R> p(a, r0);
   for (int half = 0; half < 2 && 8 * half < n_valid; ++half) {
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    K<R>::half(panel, nb, p, half, acc);
+    if constexpr (kPrefetch) {
+      K<R>::half(panel, nb, p, half, acc, PrefetchPacer(next, 2 * tile + half, 2 * n_tiles, nb));
+    } else {
+      K<R>::half(panel, nb, p, half, acc, NoPrefetch{});
+    }
     store_half<R>(acc, y, r0, ldy, half, n_valid);
   }
 }
 
+template <template <int> class K, bool kPrefetch>
+void tiled_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y, int64_t ldy,
+                int n_valid, NextPanels next) {
+  const int n_tiles = static_cast<int>((r1 - r0) / kTile + ((r1 - r0) % kTile != 0));
+  int tile = 0;
+  int64_t r = r0;
+  for (; r + kTile <= r1; r += kTile) {
+    run_rows<K, kTile, kPrefetch>(panel, nb, a, r, y, ldy, n_valid, next, tile++, n_tiles);
+  }
+  switch (r1 - r) {
+    case 3: run_rows<K, 3, kPrefetch>(panel, nb, a, r, y, ldy, n_valid, next, tile, n_tiles); break;
+    case 2: run_rows<K, 2, kPrefetch>(panel, nb, a, r, y, ldy, n_valid, next, tile, n_tiles); break;
+    case 1: run_rows<K, 1, kPrefetch>(panel, nb, a, r, y, ldy, n_valid, next, tile, n_tiles); break;
+    default: break;
+  }
+}
+
+// Without a prefetch range the block loops are instantiated without the pacer (as in
+// qmatmul_avx512.cpp: the streaming decode loop keeps its own schedule).
 template <template <int> class K>
 void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y, int64_t ldy,
-           int n_valid) {
-  int64_t r = r0;
-  for (; r + kTile <= r1; r += kTile) run_rows<K, kTile>(panel, nb, a, r, y, ldy, n_valid);
-  switch (r1 - r) {
-    case 3: run_rows<K, 3>(panel, nb, a, r, y, ldy, n_valid); break;
-    case 2: run_rows<K, 2>(panel, nb, a, r, y, ldy, n_valid); break;
-    case 1: run_rows<K, 1>(panel, nb, a, r, y, ldy, n_valid); break;
-    default: break;
+           int n_valid, NextPanels next) {
+  if (next.data == nullptr) {
+    tiled_rows<K, false>(panel, nb, a, r0, r1, y, ldy, n_valid, next);
+  } else {
+    tiled_rows<K, true>(panel, nb, a, r0, r1, y, ldy, n_valid, next);
   }
 }
 

@@ -61,9 +61,9 @@ void store_rows(const __m512 (&acc)[R], float* y, int64_t r0, int64_t ldy, int n
 // q4_0 (kQ4) and q8_0: isum = dot(u, x) - offset * xsum, u the stored unsigned quants.
 // P panels (1, or 2 adjacent ones: panel q at panel + q * nb blocks, outputs y + 16 q) share
 // each activation broadcast, offset and scale; n_valid counts the last panel's lanes.
-template <int R, int P, bool kQ4>
+template <int R, int P, bool kQ4, class Pf>
 void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
-                 int64_t ldy, int n_valid) {
+                 int64_t ldy, int n_valid, const Pf& pf) {
   constexpr size_t kBlockBytes = kQ4 ? 288 : 544;
   constexpr int kOffset = kQ4 ? 8 : 128;
   const size_t stride = static_cast<size_t>(nb) * kBlockBytes;
@@ -74,6 +74,7 @@ void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0,
     for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * kBlockBytes;
     __m512i isum[P][R];
     for (int r = 0; r < R; ++r) {
@@ -163,9 +164,9 @@ inline void k4_pair(const uint8_t* blk, size_t stride, const int8_t* const (&xb)
   }
 }
 
-template <int R, int P, bool kFive>
+template <int R, int P, bool kFive, class Pf>
 void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
-             int64_t ldy, int n_valid) {
+             int64_t ldy, int n_valid, const Pf& pf) {
   constexpr size_t kBlockBytes = kFive ? 2880 : 2368;
   const size_t stride = static_cast<size_t>(nb) * kBlockBytes;
   const RowPtrs<R> p(a, r0);
@@ -174,6 +175,7 @@ void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, flo
     for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * kBlockBytes;
     const int8_t* xb[R];
     for (int r = 0; r < R; ++r) xb[r] = p.x[r] + 256 * b;
@@ -223,15 +225,16 @@ void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, flo
   for (int q = 0; q < P; ++q) store_rows<R>(acc[q], y + 16 * q, r0, ldy, q == P - 1 ? n_valid : 16);
 }
 
-template <int R>
+template <int R, class Pf>
 void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
-               int64_t ldy, int n_valid) {
+               int64_t ldy, int n_valid, const Pf& pf) {
   const RowPtrs<R> p(a, r0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    pf.at_block(b);
     const uint8_t* blk = panel + b * 3360;
     __m512i A[R];
     for (int r = 0; r < R; ++r) A[r] = _mm512_setzero_si512();
@@ -264,28 +267,52 @@ void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, f
 }
 
 // Activation rows in tiles of kMax (then 4, 2, 1 for the rest): the tile size only decides
-// which rows share a weight load, never a lane's arithmetic.
-template <template <int> class K, int kMax>
-void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y,
-           int64_t ldy, int n_valid) {
-  int64_t r = r0;
-  for (; r + kMax <= r1; r += kMax) K<kMax>::run(panel, nb, a, r, y, ldy, n_valid);
-  if constexpr (kMax > 4) {
-    if (r + 4 <= r1) K<4>::run(panel, nb, a, r, y, ldy, n_valid), r += 4;
-  }
-  if (r + 2 <= r1) K<2>::run(panel, nb, a, r, y, ldy, n_valid), r += 2;
-  if (r < r1) K<1>::run(panel, nb, a, r, y, ldy, n_valid);
+// which rows share a weight load, never a lane's arithmetic. The tiles share `next` evenly.
+template <int kMax>
+constexpr int tile_count(int64_t n) {
+  int64_t c = n / kMax, rest = n % kMax;
+  if (kMax > 4 && rest >= 4) ++c, rest -= 4;
+  if (rest >= 2) ++c, rest -= 2;
+  return static_cast<int>(c + rest);
 }
 
-template <int R> struct Q8_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 1, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_0K { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 1, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q8_0K2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 2, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_0K2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { legacy_rows<R, 2, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 1, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q4_KK2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 2, false>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q5_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 1, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q5_KK2 { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { k4_rows<R, 2, true>(p, nb, a, r0, y, ldy, n); } };
-template <int R> struct Q6_KK { static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n) { q6_k_rows<R>(p, nb, a, r0, y, ldy, n); } };
+template <template <int> class K, int kMax, class MakePf>
+void tiled_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y,
+                int64_t ldy, int n_valid, MakePf pacer) {
+  int64_t r = r0;
+  for (; r + kMax <= r1; r += kMax) K<kMax>::run(panel, nb, a, r, y, ldy, n_valid, pacer());
+  if constexpr (kMax > 4) {
+    if (r + 4 <= r1) K<4>::run(panel, nb, a, r, y, ldy, n_valid, pacer()), r += 4;
+  }
+  if (r + 2 <= r1) K<2>::run(panel, nb, a, r, y, ldy, n_valid, pacer()), r += 2;
+  if (r < r1) K<1>::run(panel, nb, a, r, y, ldy, n_valid, pacer());
+}
+
+// Without a prefetch range the kernels are instantiated without the pacer, so the block
+// loop's code is exactly the one tuned for streaming (the compiler schedules the weight
+// loads differently when the pacer's loop sits in the block loop).
+template <template <int> class K, int kMax>
+void tiled(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, int64_t r1, float* y,
+           int64_t ldy, int n_valid, NextPanels next) {
+  if (next.data == nullptr) {
+    tiled_rows<K, kMax>(panel, nb, a, r0, r1, y, ldy, n_valid, [] { return NoPrefetch{}; });
+    return;
+  }
+  const int n_tiles = tile_count<kMax>(r1 - r0);
+  int tile = 0;
+  tiled_rows<K, kMax>(panel, nb, a, r0, r1, y, ldy, n_valid,
+                      [&] { return PrefetchPacer(next, tile++, n_tiles, nb); });
+}
+
+template <int R> struct Q8_0K { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { legacy_rows<R, 1, false, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q4_0K { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { legacy_rows<R, 1, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q8_0K2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { legacy_rows<R, 2, false, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q4_0K2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { legacy_rows<R, 2, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q4_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 1, false, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q4_KK2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 2, false, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q5_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 1, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q5_KK2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 2, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q6_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { q6_k_rows<R, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
 
 }  // namespace
 

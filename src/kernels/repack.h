@@ -54,6 +54,7 @@ class PackedMatrix {
   int64_t n_blocks() const { return n_blocks_; }
   int64_t n_panels() const { return n_panels_; }
   size_t bytes() const { return bytes_; }
+  size_t panel_bytes() const { return panel_bytes_; }
   const uint8_t* panel(int64_t p) const { return data_.get() + static_cast<size_t>(p) * panel_bytes_; }
 
  private:

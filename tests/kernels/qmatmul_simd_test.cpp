@@ -96,8 +96,10 @@ void check_kernels_against_twin(DType type, const std::vector<uint8_t>& data, in
     for (int64_t p = 0; p < pm.n_panels(); ++p) {
       const int n_valid = static_cast<int>(std::min<int64_t>(16, n_out - 16 * p));
       // Odd row splits: the kernel's row tiling must not matter.
-      fn(pm.panel(p), pm.n_blocks(), a, 0, n_rows / 3, y.data() + 16 * p, n_out, n_valid);
-      fn(pm.panel(p), pm.n_blocks(), a, n_rows / 3, n_rows, y.data() + 16 * p, n_out, n_valid);
+      fn(pm.panel(p), pm.n_blocks(), a, 0, n_rows / 3, y.data() + 16 * p, n_out, n_valid, {});
+      // A prefetch hint (here the panel itself) never changes a result.
+      fn(pm.panel(p), pm.n_blocks(), a, n_rows / 3, n_rows, y.data() + 16 * p, n_out, n_valid,
+         {pm.panel(p), pm.panel_bytes()});
     }
     expect_bitwise(y.data(), twin.data(), n_rows * n_out,
                    std::string(tensor::dtype_name(type)) + " " + q::isa_name(isa) + " vs twin");
@@ -109,8 +111,9 @@ void check_kernels_against_twin(DType type, const std::vector<uint8_t>& data, in
       const bool two = p + 1 < pm.n_panels();
       const int n_valid = static_cast<int>(std::min<int64_t>(16, n_out - 16 * (two ? p + 1 : p)));
       const q::PanelFn f = two ? pair : fn;
-      f(pm.panel(p), pm.n_blocks(), a, 0, n_rows / 3, y.data() + 16 * p, n_out, n_valid);
-      f(pm.panel(p), pm.n_blocks(), a, n_rows / 3, n_rows, y.data() + 16 * p, n_out, n_valid);
+      f(pm.panel(p), pm.n_blocks(), a, 0, n_rows / 3, y.data() + 16 * p, n_out, n_valid, {});
+      f(pm.panel(p), pm.n_blocks(), a, n_rows / 3, n_rows, y.data() + 16 * p, n_out, n_valid,
+        {pm.panel(p), pm.panel_bytes()});
     }
     expect_bitwise(y.data(), twin.data(), n_rows * n_out,
                    std::string(tensor::dtype_name(type)) + " " + q::isa_name(isa) + " pairs vs twin");
