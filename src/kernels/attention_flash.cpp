@@ -160,7 +160,7 @@ bool page_held(const kv::KvLayerView& v, size_t page) {
 // prefetches its head's slice of the next page; several tasks (a decode unit: all kv heads)
 // rely on the caller's flash_prefetch of the whole range, issued a unit ahead.
 bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t lo,
-               int64_t hi, const StateView* st) {
+               int64_t hi, const StateView* st, KvPrefetch* next) {
   const kv::KvLayerView& v = *tasks[0].view;
   const FlashIsa isa = flash_isa_override();
   static const FlashTileFn best = flash_tile_fn(FlashIsa::kAuto);
@@ -185,8 +185,10 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
   if (widen_v) s.wv.resize(static_cast<size_t>(pt * dv));  // [pt][dv]
 
   bool any = false;
+  const int64_t n_pages = hi / pt - lo / pt + 1;
   for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
     const size_t page = static_cast<size_t>(page_lo / pt);
+    if (next) next->issue_until(page_lo / pt - lo / pt + 1, n_pages);
     if (!page_held(v, page)) continue;  // a broken view; its keys are simply absent
     const int64_t next = page_lo + pt;
     const size_t next_page = page + 1;
@@ -245,7 +247,12 @@ void prepare_query(const HeadGroupTask& t, PreparedQuery& out) {
 
 int64_t flash_segment_span(const kv::KvLayerView& v) { return 8 * int64_t{v.page_tokens}; }
 
-void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
+namespace {
+
+// Calls fn(first line, line count) for each run of K rows and of V rows (every kv head) of
+// keys [lo, hi], page by page.
+template <class Fn>
+void for_each_row_run(const kv::KvLayerView& v, int64_t lo, int64_t hi, Fn&& fn) {
   const int64_t pt = v.page_tokens;
   for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
     const size_t page = static_cast<size_t>(page_lo / pt);
@@ -253,12 +260,42 @@ void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
     const int64_t r0 = std::max(lo, page_lo) - page_lo, r1 = std::min(hi, page_lo + pt - 1) - page_lo + 1;
     for (const auto& [base, stride] : {std::pair{v.k_pages[page], v.k_token_stride},
                                        std::pair{v.v_pages[page], v.v_token_stride}}) {
-      const uint8_t* first = base + static_cast<size_t>(r0) * stride;
-      const uint8_t* last = base + static_cast<size_t>(r1) * stride - 1;
-      for (const uint8_t* c = first; c <= last; c += 64) _mm_prefetch(reinterpret_cast<const char*>(c), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(last), _MM_HINT_T1);
+      const auto first = reinterpret_cast<uintptr_t>(base + static_cast<size_t>(r0) * stride) & ~uintptr_t{63};
+      const auto last = reinterpret_cast<uintptr_t>(base + static_cast<size_t>(r1) * stride - 1);
+      fn(reinterpret_cast<const char*>(first), static_cast<int64_t>((last - first) / 64 + 1));
     }
   }
+}
+
+void prefetch_lines(const char* first, int64_t lines) {
+  for (int64_t l = 0; l < lines; ++l) _mm_prefetch(first + 64 * l, _MM_HINT_T1);
+}
+
+}  // namespace
+
+void KvPrefetch::plan(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
+  n_runs_ = run_ = 0;
+  total_ = issued_ = in_run_ = 0;
+  for_each_row_run(v, lo, hi, [&](const char* first, int64_t lines) {
+    if (n_runs_ == kMaxRuns) {  // more than a segment: ask for the excess at once
+      prefetch_lines(first, lines);
+      return;
+    }
+    runs_[n_runs_++] = {first, lines};
+    total_ += lines;
+  });
+}
+
+void KvPrefetch::issue_until(int64_t num, int64_t den) {
+  const int64_t target = den > 0 ? total_ * num / den : total_;
+  for (; issued_ < target && run_ < n_runs_; ++issued_) {
+    _mm_prefetch(runs_[run_].first + 64 * in_run_, _MM_HINT_T1);
+    if (++in_run_ == runs_[run_].lines) ++run_, in_run_ = 0;
+  }
+}
+
+void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi) {
+  for_each_row_run(v, lo, hi, prefetch_lines);
 }
 
 size_t flash_partial_floats(int64_t group, int64_t dv) {
@@ -266,7 +303,7 @@ size_t flash_partial_floats(int64_t group, int64_t dv) {
 }
 
 bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p,
-                   int64_t seg_lo, float* const* partials) {
+                   int64_t seg_lo, float* const* partials, KvPrefetch* next) {
   thread_local std::vector<StateView> st;
   st.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -277,7 +314,9 @@ bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams&
   }
   const HeadGroupTask& t = tasks[0];
   const int64_t span = flash_segment_span(*t.view);
-  return run_tiles(tasks, n, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st.data());
+  const bool any = run_tiles(tasks, n, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st.data(), next);
+  if (next) next->issue_until(1, 1);  // whatever a short segment left
+  return any;
 }
 
 bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,

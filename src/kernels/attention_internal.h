@@ -61,12 +61,36 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p);
 // flash_fold_finish()
 // folds a task's n partials (ascending seg_lo; overwritten) and fills t.out as attend_flash.
 int64_t flash_segment_span(const kv::KvLayerView& v);
-// Asks for the token rows (every kv head, K and V) of keys [lo, hi] to be brought into L2:
-// a hint, issued a unit of work ahead (a page ahead is too close to hide DRAM latency).
+// Asks for the token rows (every kv head, K and V) of keys [lo, hi] to be brought into L2
+// at once: a hint, for a thread's first unit (KvPrefetch paces the later ones a unit ahead;
+// a page ahead is too close to hide DRAM latency).
 void flash_prefetch(const kv::KvLayerView& v, int64_t lo, int64_t hi);
+
+// The same rows, asked for in installments: a thread plans its next unit's rows and issues
+// a share of them at each page of its current unit, so the reads overlap the arithmetic
+// instead of arriving as one burst that stalls the core. A hint: never read for results.
+class KvPrefetch {
+ public:
+  // Plans keys [lo, hi] of `v` (at most one segment); drops what was left of an earlier plan.
+  void plan(const kv::KvLayerView& v, int64_t lo, int64_t hi);
+  // Issues the planned lines up to the fraction num / den of them (num <= den).
+  void issue_until(int64_t num, int64_t den);
+
+ private:
+  struct Run {
+    const char* first = nullptr;
+    int64_t lines = 0;
+  };
+  static constexpr int kMaxRuns = 16;  // K and V of the 8 pages of a segment
+  Run runs_[kMaxRuns];
+  int n_runs_ = 0, run_ = 0;
+  int64_t total_ = 0, issued_ = 0, in_run_ = 0;
+};
+
 size_t flash_partial_floats(int64_t group, int64_t dv);
+// `next` (may be null): the thread's next unit, issued in installments over this call's pages.
 bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t seg_lo,
-                   float* const* partials);
+                   float* const* partials, KvPrefetch* next = nullptr);
 bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
                        const char* held, int64_t n);
 
