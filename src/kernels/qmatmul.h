@@ -83,10 +83,15 @@ class PrefetchPacer {
     first_ = reinterpret_cast<const char*>(addr - addr % 64) + 64 * l0;
     lines_ = l1 - l0;
   }
+  // The share: lines() cache lines from first() (64-aligned).
+  const char* first() const { return first_; }
+  int64_t lines() const { return lines_; }
+  // The lines at_block(b) asks for: [first_line(b), first_line(b + 1)) of the share.
+  int64_t first_line(int64_t b) const { return b * lines_ / n_blocks_; }
   void at_block(int64_t b) const {
     if (lines_ == 0) return;
-    const int64_t end = (b + 1) * lines_ / n_blocks_;
-    for (int64_t l = b * lines_ / n_blocks_; l < end; ++l) __builtin_prefetch(first_ + 64 * l, 0, 2);
+    const int64_t end = first_line(b + 1);
+    for (int64_t l = first_line(b); l < end; ++l) __builtin_prefetch(first_ + 64 * l, 0, 2);
   }
 
  private:

@@ -353,5 +353,37 @@ TEST(Repack, RejectsTypesWithoutAnIntegerLayout) {
   EXPECT_THROW(q::PackedMatrix{w}, Error);
 }
 
+// The tiles of a panel call share the next panels' lines exactly: contiguous, disjoint,
+// covering every byte (also from a misaligned start), and each tile's blocks ask for its
+// whole share, in order, once.
+TEST(PrefetchPacer, TilesShareTheRangeExactlyAndBlocksCoverTheirShare) {
+  alignas(64) static uint8_t buf[64 * 300];
+  for (size_t offset : {size_t{0}, size_t{5}, size_t{63}}) {
+    for (size_t bytes : {size_t{1}, size_t{64}, size_t{1000}, size_t{64 * 200 + 7}}) {
+      for (int n_tiles : {1, 2, 3, 5}) {
+        for (int64_t n_blocks : {int64_t{1}, int64_t{7}, int64_t{64}}) {
+          const q::NextPanels next{buf + offset, bytes};
+          const char* expect = reinterpret_cast<const char*>(buf);
+          int64_t total = 0;
+          for (int t = 0; t < n_tiles; ++t) {
+            const q::PrefetchPacer pacer(next, t, n_tiles, n_blocks);
+            if (pacer.lines() > 0) {
+              EXPECT_EQ(pacer.first(), expect) << "tile " << t << " starts where the last one ended";
+            }
+            expect += 64 * pacer.lines();
+            total += pacer.lines();
+            EXPECT_EQ(pacer.first_line(0), 0);
+            EXPECT_EQ(pacer.first_line(n_blocks), pacer.lines()) << "the blocks ask for the whole share";
+            for (int64_t b = 0; b < n_blocks; ++b) EXPECT_LE(pacer.first_line(b), pacer.first_line(b + 1));
+          }
+          EXPECT_EQ(total, static_cast<int64_t>((offset + bytes + 63) / 64)) << "offset " << offset << " bytes " << bytes;
+        }
+      }
+    }
+  }
+  const q::PrefetchPacer none(q::NextPanels{}, 0, 2, 8);
+  EXPECT_EQ(none.lines(), 0);
+}
+
 }  // namespace
 }  // namespace keel::kernels
