@@ -164,7 +164,7 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
     }
     for (int64_t u = begin; u < end; ++u) {
       // The next unit's rows in installments over this unit's pages (a burst of a whole
-      // unit stalled the core: 420-640 vs 410-470 us per layer, DRAM-resident bench).
+      // unit stalled the core: 481-562 vs 410-501 us per layer, DRAM-resident bench).
       detail::KvPrefetch* next = nullptr;
       if (u + 1 < end) {
         const auto [view, lo, hi] = unit_keys(u + 1);
