@@ -130,6 +130,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
   }
   // Decode at depth 4096 in a 22-layer pool (TinyLlama's; 49 MB, beyond L3): the model's case.
   b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0});
+  // Past 4096 by half a segment (the decode of a tg128 run at depth 4096): 17 segments.
+  b->Args({int64_t(DType::kQ8_0), 1, 4096 + 128, 2, int(FlashIsa::kAvx512), 22, 0});
   // The same with the caches evicted before each call: every page from DRAM, as in the model.
   b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 1});
   b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0});  // K/V beyond L3 (36 MB)

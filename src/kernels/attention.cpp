@@ -105,6 +105,7 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
       for (int64_t lo = ranges[r].lo / span * span; lo <= ranges[r].hi; lo += span)
         segs.push_back({static_cast<int64_t>(r), kvh, lo});
   }
+  if (segs.empty()) return;
   // Each task's query once, not once per segment (few tasks: a decode step).
   if (queries.size() < ranges.size() * static_cast<size_t>(n_kv)) queries.resize(ranges.size() * static_cast<size_t>(n_kv));
   for (size_t r = 0; r < ranges.size(); ++r) {
@@ -114,36 +115,57 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
   const size_t pf = detail::flash_partial_floats(params.n_head / n_kv, views[0]->head_dim_v);
   partials.resize(segs.size() * pf);
   held.resize(segs.size());
-  // A unit of work is one segment of one row with all its kv heads (flash_partial reads
-  // each page once) or, when segments are fewer than threads (a short context), with a
-  // share of them, so every thread still gets work; segs stays in fold order (row, kv head,
-  // segment), so kv head h of a unit is segs[first + h * stride] with stride = the row's
-  // segments per kv head.
+  // A unit of work is one segment of one row with a run of its kv heads (flash_partial
+  // reads each page once for all of them). The atoms (row, segment, kv head), segment-major,
+  // are cut into one contiguous part per thread of near-equal key count, and a cut may fall
+  // between the kv heads of a segment: whole segments per thread left one thread a whole
+  // unit longer whenever the segment count was odd (17 at depth 4096: 9 against 8). Each
+  // atom's partial is the same whichever unit computes it, so the cut never changes bits.
+  // segs stays in fold order (row, kv head, segment): kv head h of a unit is
+  // segs[first + h * stride], stride = the row's segments per kv head.
   struct Unit {
     int64_t first, stride, kvh0, kvh1;
   };
-  int64_t n_seg_units = 0;
-  for (size_t i = 0; i < segs.size(); ++i) n_seg_units += segs[i].kvh == 0;
-  int64_t kv_split = 1;
-  while (n_seg_units * kv_split < pool.size() && n_kv % (2 * kv_split) == 0) kv_split *= 2;
-  const int64_t kv_share = n_kv / kv_split;
+  auto seg_keys = [&](const Segment& sg) {
+    const detail::KeyRange& kr = ranges[sg.r];
+    const int64_t span = detail::flash_segment_span(*views[sg.r]);
+    return std::min(kr.hi, sg.seg_lo + span - 1) - std::max(kr.lo, sg.seg_lo) + 1;
+  };
+  int64_t total_keys = 0;
+  for (const Segment& sg : segs) total_keys += seg_keys(sg);
+  const int64_t n_parts = pool.size();
   thread_local std::vector<Unit> units_buf;
+  thread_local std::vector<int64_t> part_first_buf;  // [n_parts + 1]: each part's first unit
   std::vector<Unit>& units = units_buf;
+  std::vector<int64_t>& part_first = part_first_buf;
   units.clear();
+  part_first.assign(static_cast<size_t>(n_parts + 1), -1);
+  int64_t keys_before = 0, last_part = -1;
   for (size_t i = 0; i < segs.size();) {
     size_t e = i;
     while (e < segs.size() && segs[e].r == segs[i].r) ++e;  // [i, e): the row's segments
     const int64_t per_head = static_cast<int64_t>(e - i) / n_kv;
     for (int64_t s = 0; s < per_head; ++s) {
-      for (int64_t k0 = 0; k0 < n_kv; k0 += kv_share)
-        units.push_back({static_cast<int64_t>(i) + s, per_head, k0, k0 + kv_share});
+      const int64_t first = static_cast<int64_t>(i) + s, keys = seg_keys(segs[first]);
+      for (int64_t kvh = 0; kvh < n_kv; ++kvh) {
+        // The part whose share of the keys holds this atom's midpoint.
+        const int64_t part = std::min(n_parts - 1, (2 * keys_before + keys) * n_parts / (2 * total_keys));
+        keys_before += keys;
+        if (part != last_part || kvh == 0) {
+          units.push_back({first, per_head, kvh, kvh + 1});
+          for (int64_t q = last_part + 1; q <= part; ++q) part_first[q] = static_cast<int64_t>(units.size()) - 1;
+          last_part = part;
+        } else {
+          units.back().kvh1 = kvh + 1;
+        }
+      }
     }
     i = e;
   }
-  // One contiguous run of units per thread, so each thread knows its next unit and asks
-  // for that unit's pages while it works on the current one.
   const int64_t n_units = static_cast<int64_t>(units.size());
-  const int64_t grain = (n_units + pool.size() - 1) / pool.size();
+  for (int64_t q = last_part + 1; q <= n_parts; ++q) part_first[q] = n_units;
+  // Each thread runs its part's units in order, so it knows its next unit and asks for that
+  // unit's pages while it works on the current one.
   struct UnitKeys {
     const kv::KvLayerView* view;
     int64_t lo, hi;
@@ -154,7 +176,8 @@ void attend_flash_split(const kv::KvLayerView* const* views, const std::vector<d
     const int64_t span = detail::flash_segment_span(*views[sg.r]);
     return UnitKeys{views[sg.r], std::max(kr.lo, sg.seg_lo), std::min(kr.hi, sg.seg_lo + span - 1)};
   };
-  pool.parallel_for(n_units, grain, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(n_parts, 1, [&](int64_t part_begin, int64_t part_end) {
+    const int64_t begin = part_first[part_begin], end = part_first[part_end];
     thread_local std::vector<detail::HeadGroupTask> tasks;
     thread_local std::vector<float*> outs;
     thread_local detail::KvPrefetch next_unit;

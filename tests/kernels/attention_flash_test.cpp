@@ -173,16 +173,20 @@ INSTANTIATE_TEST_SUITE_P(Kernels, FlashIsaCases, ::testing::ValuesIn(kFlashCases
 // the row must get the bits it gets inside a prefill batch (one task walks all segments).
 TEST(FlashIsa, DecodeSplitAcrossThreadsEqualsOneWalk) {
   for (const FlashCase& c : {FlashCase{DType::kQ8_0, DType::kQ8_0, 8, 2, 64, 64, 8, 0, 0.0f, true},
+                             FlashCase{DType::kQ8_0, DType::kQ8_0, 8, 4, 64, 64, 8, 0, 0.0f, false},
                              FlashCase{DType::kF16, DType::kQ4_0, 3, 1, 32, 32, 5, 90, 0.0f, false}}) {
     Fixture run(c, 301, 4);  // segments of 8 pages: several, the last one partial
-    ThreadPool pool(3);
     std::vector<FlashIsa> isas = simd_isas();
     isas.push_back(FlashIsa::kTwin);
-    for (FlashIsa isa : isas) {
-      const auto batch = run.attend(isa, &pool);
-      for (int64_t r : {run.n_q() - 1, run.n_q() / 2, int64_t{0}}) {
-        ASSERT_TRUE(run.row_equals(run.attend_row(isa, r, &pool, false), batch, r))
-            << describe(c) << " isa " << int(isa) << " row " << r;
+    // Thread counts that cut the (segment, kv head) atoms between kv heads of a segment.
+    for (int threads : {2, 3, 5}) {
+      ThreadPool pool(threads);
+      for (FlashIsa isa : isas) {
+        const auto batch = run.attend(isa, &pool);
+        for (int64_t r : {run.n_q() - 1, run.n_q() / 2, int64_t{0}}) {
+          ASSERT_TRUE(run.row_equals(run.attend_row(isa, r, &pool, false), batch, r))
+              << describe(c) << " isa " << int(isa) << " threads " << threads << " row " << r;
+        }
       }
     }
   }
