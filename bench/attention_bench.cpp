@@ -134,6 +134,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->Args({int64_t(DType::kQ8_0), 1, 4096 + 128, 2, int(FlashIsa::kAvx512), 22, 0});
   // The same with the caches evicted before each call: every page from DRAM, as in the model.
   b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 1});
+  b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0});  // K/V in L2
   b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0});  // K/V beyond L3 (36 MB)
   b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0});  // the scalar twin
 }

@@ -195,62 +195,97 @@ struct Q8TransposeIdx {
   }
 };
 
-// Steps 1–2 for q8_0 K with the integer dot, NB heads from h0, 16 keys at a time. Block b's
-// quants of the 16 keys are transposed so that lane j of kt[c] holds key j's 4-byte group c;
-// vpdpbusd against the query's group c (broadcast) then sums 4 products per lane, with no
-// horizontal sums. vpdpbusd wants one unsigned operand: K gets +128 (xor 0x80) and
-// 128 · Σqq of the block is subtracted afterwards — exact integers, the twin's isum.
+// A 4-byte group of the quantized query, read straight into a broadcast (vpbroadcastd from
+// memory: a load, where a copy through a general register cost a transfer per group).
+typedef int32_t unaligned_i32 __attribute__((aligned(1), may_alias));
+inline __m512i bcast_group(const int8_t* qq, int c) {
+  return _mm512_set1_epi32(*reinterpret_cast<const unaligned_i32*>(qq + 4 * c));
+}
+
+// The dot products of 16 keys (row(p) gives key p's K row) with NB heads from h0, unscaled.
+// Block b's quants of the 16 keys are transposed so that lane j of kt[c] holds key j's
+// 4-byte group c; vpdpbusd against the query's group c (broadcast) then sums 4 products per
+// lane, with no horizontal sums. vpdpbusd wants one unsigned operand: K gets +128 (xor 0x80)
+// and 128 · Σqq of the block is subtracted afterwards — exact integers, the twin's isum.
+template <int NB, class RowFn>
+__attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const FlashHeads& hd, int64_t h0, int64_t nb, __m512* dot) {
+  static const Q8TransposeIdx idx;
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int h = 0; h < NB; ++h) dot[h] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t off = static_cast<size_t>(b) * sizeof(tensor::BlockQ8_0);
+    __m512i r[8];
+    __m128i kd_lo = _mm_setzero_si128(), kd_hi = _mm_setzero_si128();
+    for (int p = 0; p < 8; ++p) {
+      const uint8_t* ra = row(2 * p) + off;
+      const uint8_t* rb = row(2 * p + 1) + off;
+      uint16_t da, db;
+      std::memcpy(&da, ra, 2);
+      std::memcpy(&db, rb, 2);
+      const int32_t pair = static_cast<int32_t>(da | (uint32_t{db} << 16));
+      if (p < 4) kd_lo = _mm_insert_epi32(kd_lo, pair, p & 3);
+      else kd_hi = _mm_insert_epi32(kd_hi, pair, p & 3);
+      r[p] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 2))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 2)), 1);
+    }
+    __m512i a[4][2], bb[2][2][2], kt[8];
+    for (int i = 0; i < 4; ++i)
+      for (int h = 0; h < 2; ++h) a[i][h] = _mm512_permutex2var_epi32(r[2 * i], idx.a[h], r[2 * i + 1]);
+    for (int h = 0; h < 2; ++h)
+      for (int ip = 0; ip < 2; ++ip)
+        for (int x = 0; x < 2; ++x)
+          bb[h][ip][x] = _mm512_permutex2var_epi32(a[2 * ip][h], idx.b[x], a[2 * ip + 1][h]);
+    for (int h = 0; h < 2; ++h)
+      for (int x = 0; x < 2; ++x)
+        for (int cl = 0; cl < 2; ++cl)
+          kt[4 * h + 2 * x + cl] = _mm512_xor_si512(
+              _mm512_permutex2var_epi32(bb[h][0][x], idx.c[cl], bb[h][1][x]), bias);
+    const __m512 kd = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(kd_lo), kd_hi, 1));
+    // Groups outer, heads inner: NB independent chains in flight, each starting from
+    // −128 · Σqq (integer sums: the order does not change them).
+    __m512i acc[NB];
+    const int8_t* qq[NB];
+#pragma GCC unroll 8
+    for (int h = 0; h < NB; ++h) {
+      qq[h] = hd.qq[h0 + h] + 32 * b;
+      acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 8
+      for (int h = 0; h < NB; ++h) acc[h] = _mm512_dpbusd_epi32(acc[h], kt[c], bcast_group(qq[h], c));
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < NB; ++h) {
+      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
+      dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
+    }
+  }
+}
+
+// Steps 1–2 for q8_0 K with the integer dot, NB heads from h0, 16 keys at a time. Groups
+// wholly inside [j0, j1) address their rows from the tile (the common case); the groups at
+// the edges stand zero_row in for the keys outside.
 template <int NB>
 void scores_q8_block(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, int64_t h0,
                      float* s, int64_t sp, const uint8_t* zero_row) {
-  static const Q8TransposeIdx idx;
   const int64_t nb = sh.dk / 32;
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const int64_t base = t.j0 / 16 * 16;
   for (int64_t g0 = base; g0 < t.j1; g0 += 16) {
-    const uint8_t* rows[16];
-    for (int p = 0; p < 16; ++p) {
-      const int64_t j = g0 + p;
-      rows[p] = j >= t.j0 && j < t.j1 ? t.k + j * t.k_stride : zero_row;
-      prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, j - base, t.n_next);
-    }
+    for (int p = 0; p < 16; ++p) prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, g0 + p - base, t.n_next);
     __m512 dot[NB];
-    for (int h = 0; h < NB; ++h) dot[h] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t off = static_cast<size_t>(b) * sizeof(tensor::BlockQ8_0);
-      alignas(32) uint16_t kd_bits[16];
-      __m512i r[8];
-      for (int p = 0; p < 8; ++p) {
-        const uint8_t* ra = rows[2 * p] + off;
-        const uint8_t* rb = rows[2 * p + 1] + off;
-        std::memcpy(&kd_bits[2 * p], ra, 2);
-        std::memcpy(&kd_bits[2 * p + 1], rb, 2);
-        r[p] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 2))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 2)), 1);
+    if (g0 >= t.j0 && g0 + 16 <= t.j1) {
+      const uint8_t* k0 = t.k + g0 * t.k_stride;
+      const size_t stride = t.k_stride;
+      q8_group_dots<NB>([&](int p) { return k0 + p * stride; }, hd, h0, nb, dot);
+    } else {
+      const uint8_t* rows[16];
+      for (int p = 0; p < 16; ++p) {
+        const int64_t j = g0 + p;
+        rows[p] = j >= t.j0 && j < t.j1 ? t.k + j * t.k_stride : zero_row;
       }
-      __m512i a[4][2], bb[2][2][2], kt[8];
-      for (int i = 0; i < 4; ++i)
-        for (int h = 0; h < 2; ++h) a[i][h] = _mm512_permutex2var_epi32(r[2 * i], idx.a[h], r[2 * i + 1]);
-      for (int h = 0; h < 2; ++h)
-        for (int ip = 0; ip < 2; ++ip)
-          for (int x = 0; x < 2; ++x)
-            bb[h][ip][x] = _mm512_permutex2var_epi32(a[2 * ip][h], idx.b[x], a[2 * ip + 1][h]);
-      for (int h = 0; h < 2; ++h)
-        for (int x = 0; x < 2; ++x)
-          for (int cl = 0; cl < 2; ++cl)
-            kt[4 * h + 2 * x + cl] = _mm512_xor_si512(
-                _mm512_permutex2var_epi32(bb[h][0][x], idx.c[cl], bb[h][1][x]), bias);
-      const __m512 kd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(kd_bits)));
-      for (int h = 0; h < NB; ++h) {
-        int32_t qg[8];
-        std::memcpy(qg, hd.qq[h0 + h] + 32 * b, sizeof qg);
-        __m512i acc = _mm512_setzero_si512();
-        for (int c = 0; c < 8; ++c) acc = _mm512_dpbusd_epi32(acc, kt[c], _mm512_set1_epi32(qg[c]));
-        acc = _mm512_sub_epi32(acc, _mm512_set1_epi32(128 * hd.qsum[h0 + h][b]));
-        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
-        dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc), dot[h]);
-      }
+      q8_group_dots<NB>([&](int p) { return rows[p]; }, hd, h0, nb, dot);
     }
     const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
     const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
