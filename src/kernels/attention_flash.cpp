@@ -323,6 +323,11 @@ bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* 
                        const char* held, int64_t n) {
   const int64_t g_n = t.group, dv = t.view->head_dim_v, dv16 = pad16(dv);
   const size_t pf = flash_partial_floats(g_n, dv);
+  // The fold runs on one thread after a decode step's parallel part: its exponentials and
+  // scalings go 16 lanes at a time where the AVX-512 tile kernel runs (the same bits).
+  const FlashIsa isa = flash_isa_override();
+  static const bool has512 = flash_isa_available(FlashIsa::kAvx512);
+  const bool simd_combine = isa == FlashIsa::kAvx512 || (isa == FlashIsa::kAuto && has512);
   float* a = nullptr;  // the running state: the first held segment, folded in place
   for (int64_t i = 0; i < n; ++i) {
     if (!held[i]) continue;
@@ -332,6 +337,10 @@ bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* 
       continue;
     }
     const StateView sa = state_view(a, g_n), sb = state_view(b, g_n);
+    if (simd_combine) {
+      flash_combine_heads_avx512(sa.m, sa.l, sa.acc, sb.m, sb.l, sb.acc, g_n, dv16);
+      continue;
+    }
     for (int64_t g = 0; g < g_n; ++g)
       flash_combine(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sb.m[g], sb.l + 16 * g, sb.acc + dv16 * g, dv);
   }

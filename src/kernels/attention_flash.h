@@ -120,6 +120,11 @@ float tree16_max(const float* a);
 // (m_a, l_a[16], acc_a[dv]) ← the fold of segment state b into a (see above).
 void flash_combine(float& m_a, float* l_a, float* acc_a, float m_b, const float* l_b,
                    const float* acc_b, int64_t dv);
+// flash_combine for n heads at once, bitwise: m [n], l [n][16], acc [n][dv16] (dv16 =
+// pad16(dv); the padding lanes are scratch, as in FlashHeads). The AVX-512 form serves the
+// fold of a decode step's segments, which runs on one thread after the parallel part.
+void flash_combine_heads_avx512(float* m_a, float* l_a, float* acc_a, const float* m_b,
+                                const float* l_b, const float* acc_b, int64_t n, int64_t dv16);
 // out[0, dv) = the head's normalised result (with its sink logit when sink != nullptr).
 void flash_finish(float m, const float* l, const float* acc, const float* sink, int64_t dv,
                   float* out);

@@ -433,6 +433,32 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
 
 }  // namespace
 
+void flash_combine_heads_avx512(float* m_a, float* l_a, float* acc_a, const float* m_b,
+                                const float* l_b, const float* acc_b, int64_t n, int64_t dv16) {
+  for (int64_t h0 = 0; h0 < n; h0 += 16) {
+    const int64_t nb = std::min<int64_t>(16, n - h0);
+    const __mmask16 lanes = lanes_below(nb);
+    const __m512 ma = _mm512_maskz_loadu_ps(lanes, m_a + h0), mb = _mm512_maskz_loadu_ps(lanes, m_b + h0);
+    // m = max_def(m_a, m_b) = m_a > m_b ? m_a : m_b (vmaxps returns its second operand
+    // unless the first is greater, so the order of the operands matters for NaN).
+    const __m512 m = _mm512_max_ps(ma, mb);
+    alignas(64) float ca[16], cb[16];
+    _mm512_store_ps(ca, exp_defined_x16(_mm512_sub_ps(ma, m)));
+    _mm512_store_ps(cb, exp_defined_x16(_mm512_sub_ps(mb, m)));
+    _mm512_mask_storeu_ps(m_a + h0, lanes, m);
+    for (int64_t h = 0; h < nb; ++h) {
+      const __m512 va = _mm512_set1_ps(ca[h]), vb = _mm512_set1_ps(cb[h]);
+      auto fold = [&](float* a, const float* b) {
+        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(a), va),
+                                          _mm512_mul_ps(_mm512_loadu_ps(b), vb)));
+      };
+      const int64_t g = h0 + h;
+      fold(l_a + 16 * g, l_b + 16 * g);
+      for (int64_t d = 0; d < dv16; d += 16) fold(acc_a + dv16 * g + d, acc_b + dv16 * g + d);
+    }
+  }
+}
+
 void flash_tile_avx512(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
                        float* scores) {
   const int64_t sp = pad16(t.n_rows);

@@ -179,13 +179,20 @@ TEST(FlashIsa, DecodeSplitAcrossThreadsEqualsOneWalk) {
     std::vector<FlashIsa> isas = simd_isas();
     isas.push_back(FlashIsa::kTwin);
     // Thread counts that cut the (segment, kv head) atoms between kv heads of a segment.
+    // Every ISA also against the twin's batch: the fold of the segments (SIMD where the
+    // AVX-512 kernel runs) gives the twin's bits.
+    ThreadPool one(1);
+    const auto twin = run.attend(FlashIsa::kTwin, &one);
     for (int threads : {2, 3, 5}) {
       ThreadPool pool(threads);
       for (FlashIsa isa : isas) {
         const auto batch = run.attend(isa, &pool);
         for (int64_t r : {run.n_q() - 1, run.n_q() / 2, int64_t{0}}) {
-          ASSERT_TRUE(run.row_equals(run.attend_row(isa, r, &pool, false), batch, r))
+          const auto row = run.attend_row(isa, r, &pool, false);
+          ASSERT_TRUE(run.row_equals(row, batch, r))
               << describe(c) << " isa " << int(isa) << " threads " << threads << " row " << r;
+          ASSERT_TRUE(run.row_equals(row, twin, r))
+              << describe(c) << " isa " << int(isa) << " threads " << threads << " row " << r << " vs twin";
         }
       }
     }
