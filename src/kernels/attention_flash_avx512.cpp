@@ -215,16 +215,14 @@ __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const
   for (int64_t b = 0; b < nb; ++b) {
     const size_t off = static_cast<size_t>(b) * sizeof(tensor::BlockQ8_0);
     __m512i r[8];
-    __m128i kd_lo = _mm_setzero_si128(), kd_hi = _mm_setzero_si128();
+    int32_t kd_pairs[8];  // the f16 scales of keys 2p, 2p + 1
     for (int p = 0; p < 8; ++p) {
       const uint8_t* ra = row(2 * p) + off;
       const uint8_t* rb = row(2 * p + 1) + off;
       uint16_t da, db;
       std::memcpy(&da, ra, 2);
       std::memcpy(&db, rb, 2);
-      const int32_t pair = static_cast<int32_t>(da | (uint32_t{db} << 16));
-      if (p < 4) kd_lo = _mm_insert_epi32(kd_lo, pair, p & 3);
-      else kd_hi = _mm_insert_epi32(kd_hi, pair, p & 3);
+      kd_pairs[p] = static_cast<int32_t>(da | (uint32_t{db} << 16));
       r[p] = _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 2))),
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 2)), 1);
@@ -241,7 +239,8 @@ __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const
         for (int cl = 0; cl < 2; ++cl)
           kt[4 * h + 2 * x + cl] = _mm512_xor_si512(
               _mm512_permutex2var_epi32(bb[h][0][x], idx.c[cl], bb[h][1][x]), bias);
-    const __m512 kd = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(kd_lo), kd_hi, 1));
+    const __m512 kd = _mm512_cvtph_ps(_mm256_setr_epi32(kd_pairs[0], kd_pairs[1], kd_pairs[2], kd_pairs[3],
+                                                         kd_pairs[4], kd_pairs[5], kd_pairs[6], kd_pairs[7]));
     // Groups outer, heads inner: NB independent chains in flight, each starting from
     // −128 · Σqq (integer sums: the order does not change them).
     __m512i acc[NB];
