@@ -325,9 +325,7 @@ bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* 
   const size_t pf = flash_partial_floats(g_n, dv);
   // The fold runs on one thread after a decode step's parallel part: its exponentials and
   // scalings go 16 lanes at a time where the AVX-512 tile kernel runs (the same bits).
-  const FlashIsa isa = flash_isa_override();
-  static const bool has512 = flash_isa_available(FlashIsa::kAvx512);
-  const bool simd_combine = isa == FlashIsa::kAvx512 || (isa == FlashIsa::kAuto && has512);
+  const bool simd_combine = flash_tile_fn(flash_isa_override()) == flash_tile_avx512;
   float* a = nullptr;  // the running state: the first held segment, folded in place
   for (int64_t i = 0; i < n; ++i) {
     if (!held[i]) continue;

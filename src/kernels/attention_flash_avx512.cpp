@@ -206,7 +206,7 @@ inline __m512i bcast_group(const int8_t* qq, int c) {
 // Block b's quants of the 16 keys are transposed so that lane j of kt[c] holds key j's
 // 4-byte group c; vpdpbusd against the query's group c (broadcast) then sums 4 products per
 // lane, with no horizontal sums. vpdpbusd wants one unsigned operand: K gets +128 (xor 0x80)
-// and 128 · Σqq of the block is subtracted afterwards — exact integers, the twin's isum.
+// and each sum starts from −128 · Σqq of the block — exact integers, the twin's isum.
 template <int NB, class RowFn>
 __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const FlashHeads& hd, int64_t h0, int64_t nb, __m512* dot) {
   static const Q8TransposeIdx idx;
