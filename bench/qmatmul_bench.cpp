@@ -79,8 +79,10 @@ void Shapes(benchmark::internal::Benchmark* b) {
         b->Args({int64_t(t), 2048, 5632, 1, threads, cold});
         b->Args({int64_t(t), 5632, 2048, 1, threads, cold});
       }
-      // 8 rows, weights cold: the decode step of 8 parallel sequences.
+      // 8 rows: the decode step of 8 parallel sequences, weights cold (the step) and hot
+      // (its arithmetic alone).
       b->Args({int64_t(t), 2048, 5632, 8, threads, 1});
+      b->Args({int64_t(t), 2048, 5632, 8, threads, 0});
       b->Args({int64_t(t), 5632, 2048, 8, threads, 1});
       b->Args({int64_t(t), 2048, 5632, 64, threads, 0});
       b->Args({int64_t(t), 2048, 5632, 512, threads, 0});

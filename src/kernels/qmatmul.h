@@ -118,9 +118,17 @@ PanelFn panel_kernel(Isa isa, tensor::DType type);
 // so the same bits. nullptr where there is none.
 PanelFn panel_pair_kernel(Isa isa, tensor::DType type);
 
+// Activation rows from which panel_pair_kernel(isa, type) is the faster choice (INT64_MAX
+// where there is none). A pair shares each activation load between two panels but holds
+// twice the accumulators, so its row tile is smaller and each weight block is unpacked
+// more often; where the tile is half the single kernel's (q5_K), batches of a few decode
+// rows run faster on single panels.
+int64_t panel_pair_min_rows(Isa isa, tensor::DType type);
+
 // Per-ISA tables (defined in qmatmul_avx512.cpp / qmatmul_avx2.cpp).
 PanelFn panel_kernel_avx512(tensor::DType type);
 PanelFn panel_kernel_avx2(tensor::DType type);
 PanelFn panel_pair_kernel_avx512(tensor::DType type);
+int64_t panel_pair_min_rows_avx512(tensor::DType type);
 
 }  // namespace keel::kernels::q

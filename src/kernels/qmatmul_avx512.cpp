@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <limits>
 
 #include "kernels/qmatmul.h"
 
@@ -337,6 +338,14 @@ PanelFn panel_pair_kernel_avx512(tensor::DType type) {
     case tensor::DType::kQ5_K: return tiled<Q5_KK2, 2>;
     default: return nullptr;
   }
+}
+
+int64_t panel_pair_min_rows_avx512(tensor::DType type) {
+  if (!panel_pair_kernel_avx512(type)) return std::numeric_limits<int64_t>::max();
+  // q5_K's pair tile is 2 rows against the single kernel's 4: one thread, 2048x5632, hot
+  // (BM_QMatmul/13/2048/5632/{8,64}/1/0): 8 rows 204-209 GOPS paired, 266-274 single;
+  // 64 rows 222-228 paired, 206-214 single. The others pair from 4 rows.
+  return type == tensor::DType::kQ5_K ? 32 : 4;
 }
 
 }  // namespace keel::kernels::q

@@ -26,8 +26,6 @@ thread_local int t_path = -1;  // -1: the process default
 
 // Activation rows per task on the prefill path: a multiple of the kernels' 4-row tile.
 constexpr int64_t kRowChunk = 32;
-// Activation rows from which panel pairs pay (q::panel_pair_kernel).
-constexpr int64_t kPairMinRows = 4;
 // Activation rows from which a task prefetches the thread's next panels (q::NextPanels). A
 // 1-row (decode) product streams at the memory's pace and the hardware prefetcher keeps up
 // (software prefetch there cost q8_0 ~10% of kernel time); from 2 rows the arithmetic per
@@ -93,7 +91,8 @@ PanelPlan plan_panels(const WeightMatrix& w, float* y, int64_t n_rows, q::PanelF
   plan.fn = fn;
   // Prefill takes panels two at a time where a pair kernel exists (each activation load
   // then feeds twice the outputs); decode keeps single panels (finer work split).
-  plan.pair = n_rows >= kPairMinRows ? q::panel_pair_kernel(q::best_isa(), w.type) : nullptr;
+  const q::Isa isa = q::best_isa();
+  plan.pair = n_rows >= q::panel_pair_min_rows(isa, w.type) ? q::panel_pair_kernel(isa, w.type) : nullptr;
   const int64_t group = plan.pair ? 2 : 1;
   plan.n_rc = (n_rows + kRowChunk - 1) / kRowChunk;
   plan.n_tasks = (plan.pm->n_panels() + group - 1) / group * plan.n_rc;

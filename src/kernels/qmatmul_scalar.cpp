@@ -2,6 +2,7 @@
 // kernel is tested against bitwise; also the path on machines without AVX2).
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/cpu.h"
@@ -155,6 +156,10 @@ float twin_dot(tensor::DType type, const uint8_t* w_row, const ActRows& a, int64
 
 PanelFn panel_pair_kernel(Isa isa, tensor::DType type) {
   return isa == Isa::kAvx512 ? panel_pair_kernel_avx512(type) : nullptr;
+}
+
+int64_t panel_pair_min_rows(Isa isa, tensor::DType type) {
+  return isa == Isa::kAvx512 ? panel_pair_min_rows_avx512(type) : std::numeric_limits<int64_t>::max();
 }
 
 PanelFn panel_kernel(Isa isa, tensor::DType type) {

@@ -184,6 +184,10 @@ TEST_P(IntegerPath, MatmulIsBatchAndThreadInvariantAndEqualsTwin) {
   }
   expect_bitwise(y.data(), y3.data(), n_rows * n_out, "2 vs 3 threads");
   expect_bitwise(y.data(), twin.data(), n_rows * n_out, "dispatched vs twin");
+  // 9 rows: a decode batch, paired or single panels by panel_pair_min_rows.
+  std::vector<float> y9(9 * n_out);
+  matmul(w, x.data(), 9, y9.data(), &pool2);
+  expect_bitwise(y9.data(), y.data(), 9 * n_out, "9-row vs 37-row batch");
   for (int64_t r = 0; r < n_rows; ++r) {
     matmul(w, x.data() + r * n_in, 1, one.data(), &pool2);
     expect_bitwise(one.data(), y.data() + r * n_out, n_out, "1-row vs 37-row batch, row " + std::to_string(r));
