@@ -135,6 +135,17 @@ inline void run_tile(const WeightMatrix& w, const TileRows& t, const float* x, i
   finish<kBf16, B>(t, xr, r0, n8, n, y, w.n_out, acc);
 }
 
+// Step s's share of prefetching kTileRows f16/bf16 rows `next` into L2 at the column a
+// tile is reading. A row moves 16 bytes a step, so each row needs one 64-byte line every 4
+// steps: a quarter of the rows per step, in turn, spreads the requests evenly. Into L2
+// (T1): into L1 (T0) a whole tile ahead evicts what is being read, and measured slower.
+inline void prefetch_step(const uint8_t* const* next, int64_t s) {
+  const int64_t column = 16 * (s & ~int64_t{3});
+  for (int i = static_cast<int>(s & 3); i < kTileRows; i += 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(next[i] + column), _MM_HINT_T1);
+  }
+}
+
 // Widening the weights as they stream in; `next` (kTileRows rows, or null) is prefetched
 // at the column being read.
 template <bool kBf16, int B>
@@ -147,30 +158,30 @@ void direct_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const*
     run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
     return;
   }
-  // A row moves 16 bytes a step, so each row needs one 64-byte line every 4 steps: a
-  // quarter of the rows per step, in turn, spreads the requests evenly. Into L2 (T1): into
-  // L1 (T0) a whole tile ahead evicts what is being read, and measured slower than none.
-  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) {
-    const int64_t column = 16 * (s & ~int64_t{3});
-    for (int i = static_cast<int>(s & 3); i < kTileRows; i += 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(next[i] + column), _MM_HINT_T1);
-    }
-  });
+  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
 }
 
-// Weights already widened in `ws` ([step][pair][16]).
+// Weights already widened in `ws` ([step][pair][16]); `next` (kTileRows rows, or null) is
+// prefetched as in direct_tile.
 template <bool kBf16, int B>
-void scratch_tile(const WeightMatrix& w, const TileRows& t, const float* ws, const float* x, int64_t r0,
-                  float* y) {
-  run_tile<kBf16, B>(w, t, x, r0, y, [ws](int p, int64_t s) { return _mm512_load_ps(ws + (s * kPairs + p) * 16); },
-                     [](int64_t) {});
+void scratch_tile(const WeightMatrix& w, const TileRows& t, const float* ws, const uint8_t* const* next,
+                  const float* x, int64_t r0, float* y) {
+  const auto weights = [ws](int p, int64_t s) { return _mm512_load_ps(ws + (s * kPairs + p) * 16); };
+  if (next == nullptr) {
+    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    return;
+  }
+  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
 }
 
-// Activation rows [r0, r0 + B) against every group of the block.
+// Activation rows [r0, r0 + B) against every group of the block; group g prefetches
+// next[g] (null: nothing).
 template <bool kBf16, int B>
 void scratch_tiles(const WeightMatrix& w, const TileRows* t, int n_groups, const float* ws, int64_t group_floats,
-                   const float* x, int64_t r0, float* y) {
-  for (int g = 0; g < n_groups; ++g) scratch_tile<kBf16, B>(w, t[g], ws + g * group_floats, x, r0, y);
+                   const uint8_t* const (*next)[kTileRows], const float* x, int64_t r0, float* y) {
+  for (int g = 0; g < n_groups; ++g) {
+    scratch_tile<kBf16, B>(w, t[g], ws + g * group_floats, next ? next[g] : nullptr, x, r0, y);
+  }
 }
 
 template <bool kBf16>
@@ -213,12 +224,24 @@ void scratch_range(const WeightMatrix& w, const float* x, int64_t n_rows, float*
         }
       }
     }
+    // The next block's rows are asked for while the first activation-row tile runs over
+    // this one, so a few-row step (8 parallel decodes) overlaps its weight reads with the
+    // arithmetic instead of widening from DRAM and then computing.
+    const uint8_t* next[kGroups][kTileRows];
+    const int64_t o_next = o + kBlockRows;
+    for (int g = 0; g < kGroups; ++g) {
+      for (int i = 0; i < kTileRows; ++i) next[g][i] = w.row(std::min(o_next + g * kTileRows + i, oe - 1));
+    }
+    const uint8_t* const (*pf)[kTileRows] = o_next < oe ? next : nullptr;
     int64_t r = 0;
-    for (; r + kBatch <= n_rows; r += kBatch) scratch_tiles<kBf16, kBatch>(w, t, n_groups, ws, group_floats, x, r, y);
+    for (; r + kBatch <= n_rows; r += kBatch) {
+      scratch_tiles<kBf16, kBatch>(w, t, n_groups, ws, group_floats, r == 0 ? pf : nullptr, x, r, y);
+    }
+    if (r > 0) pf = nullptr;
     switch (n_rows - r) {
-      case 3: scratch_tiles<kBf16, 3>(w, t, n_groups, ws, group_floats, x, r, y); break;
-      case 2: scratch_tiles<kBf16, 2>(w, t, n_groups, ws, group_floats, x, r, y); break;
-      case 1: scratch_tiles<kBf16, 1>(w, t, n_groups, ws, group_floats, x, r, y); break;
+      case 3: scratch_tiles<kBf16, 3>(w, t, n_groups, ws, group_floats, pf, x, r, y); break;
+      case 2: scratch_tiles<kBf16, 2>(w, t, n_groups, ws, group_floats, pf, x, r, y); break;
+      case 1: scratch_tiles<kBf16, 1>(w, t, n_groups, ws, group_floats, pf, x, r, y); break;
       default: break;
     }
   }
