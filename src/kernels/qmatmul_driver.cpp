@@ -89,8 +89,9 @@ PanelPlan plan_panels(const WeightMatrix& w, float* y, int64_t n_rows, q::PanelF
   plan.y = y;
   plan.pm = &w.pack->get(w, pool);
   plan.fn = fn;
-  // Prefill takes panels two at a time where a pair kernel exists (each activation load
-  // then feeds twice the outputs); decode keeps single panels (finer work split).
+  // Batches of panel_pair_min_rows or more take panels two at a time where a pair kernel
+  // exists (each activation load then feeds twice the outputs); 1-row decode keeps single
+  // panels (finer work split).
   const q::Isa isa = q::best_isa();
   plan.pair = n_rows >= q::panel_pair_min_rows(isa, w.type) ? q::panel_pair_kernel(isa, w.type) : nullptr;
   const int64_t group = plan.pair ? 2 : 1;
