@@ -42,7 +42,8 @@ struct Weights {
         keel::tensor::quantize_row(type, row.data(), c->data.data() + o * rb, n_in);
       }
       c->w = keel::kernels::WeightMatrix::packed(type, c->data.data(), n_in, n_out);
-      packed_bytes = c->w.pack->get(c->w, pool).bytes();
+      // f16 / bf16 have no packed copy: their kernels read the rows as stored.
+      packed_bytes = c->w.pack ? c->w.pack->get(c->w, pool).bytes() : c->data.size();
       copies.push_back(std::move(c));
     } while (cold && copies.size() * packed_bytes < kColdBytes);
   }
@@ -87,6 +88,14 @@ void Shapes(benchmark::internal::Benchmark* b) {
       b->Args({int64_t(t), 2048, 5632, 64, threads, 0});
       b->Args({int64_t(t), 2048, 5632, 512, threads, 0});
     }
+  }
+  // f16 (matmul_half.h) at 8 rows: the parallel-8 decode step, cold and hot; and the row
+  // counts around the wide / scratch threshold (kScratchMinRows).
+  for (int threads : {1, 2}) {
+    b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 1});
+    b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 0});
+    b->Args({int64_t(DType::kF16), 5632, 2048, 8, threads, 1});
+    for (int64_t rows : {16, 32, 48, 64}) b->Args({int64_t(DType::kF16), 2048, 5632, rows, threads, 0});
   }
 }
 

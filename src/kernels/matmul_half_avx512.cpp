@@ -5,11 +5,13 @@
 // ascending, mul then add). Every output element thus goes through dot_f32's exact
 // operations; only more of them run at once.
 //
-// Decode (few activation rows): the weights stream from memory once. A tile is 8 rows (4
+// Decode (1-7 activation rows): the weights stream from memory once. A tile is 8 rows (4
 // pairs, 4 independent add chains per activation row); while it is summed, the next tile's
 // rows are prefetched into L2 at the same column, because each row is its own 4-11 KB
 // stream and the hardware prefetcher restarts at every page (measured one thread, 64 MiB
 // of f16 weights from DRAM on a loaded machine: 16 GB/s without, 23-24 GB/s with).
+// 8 to kScratchMinRows - 1 activation rows (parallel decodes): wide_range below, where the
+// zmm halves are two activation rows instead.
 // Prefill (kScratchMinRows or more activation rows): each 16-row block is widened once into
 // an f32 scratch laid out [group of 4 pairs][step][pair][16 lanes], and every tile of 4
 // activation rows reuses it: 16 zmm sums (8 weight rows x 4 activation rows) per step, for
@@ -44,7 +46,8 @@ constexpr int kTileRows = 2 * kPairs;
 constexpr int kBatch = 4;                    // activation rows per tile
 constexpr int64_t kBlockRows = 16;           // weight rows widened into the scratch at once
 constexpr int kGroups = kBlockRows / kTileRows;
-constexpr int64_t kScratchMinRows = 8;       // from here widening once beats widening per use
+constexpr int64_t kScratchMinRows = 40;      // from here the widened-block scratch beats wide tiles
+constexpr int64_t kWideMinRows = 8;          // from here the 2-pair x 8-row tiles (wide_range)
 
 // Elements [k, k+8) of rows a and b (pointers at k), widened exactly: lanes 0-7 a, 8-15 b.
 template <bool kBf16>
@@ -71,32 +74,33 @@ inline float combine8(__m256 s) {
   return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
 }
 
-// The weight rows of one tile: row[i] is output o0 + i for i < n_valid; the rest repeat a
-// valid row so the full-width code can run (their sums are dropped).
+// The weight rows of one tile (up to kTileRows; `n_rows` of them in use): row[i] is output
+// o0 + i for i < n_valid; the rest repeat a valid row so the full-width code can run (their
+// sums are dropped).
 struct TileRows {
   const uint8_t* row[kTileRows];
   int64_t o0;
   int n_valid;
 };
 
-TileRows tile_rows(const WeightMatrix& w, int64_t o0, int64_t o_end) {
+TileRows tile_rows(const WeightMatrix& w, int64_t o0, int64_t o_end, int n_rows = kTileRows) {
   TileRows t;
   t.o0 = o0;
-  t.n_valid = static_cast<int>(std::min<int64_t>(kTileRows, o_end - o0));
+  t.n_valid = static_cast<int>(std::min<int64_t>(n_rows, o_end - o0));
   for (int i = 0; i < kTileRows; ++i) t.row[i] = w.row(o0 + std::min(i, t.n_valid - 1));
   return t;
 }
 
 // acc[p][b] += pair p's weights * activation row b, one 8-element step at a time in
 // ascending order. weights(p, s) gives pair p's widened step s; before(s) runs first.
-template <int B, class Weights, class Before>
+template <int P, int B, class Weights, class Before>
 inline void accumulate(const Weights& weights, const Before& before, const float* const* xr, int64_t steps,
-                       __m512 (&acc)[kPairs][B]) {
+                       __m512 (&acc)[P][B]) {
   for (int64_t s = 0; s < steps; ++s) {
     before(s);
     __m512 xv[B];
     for (int b = 0; b < B; ++b) xv[b] = broadcast8(xr[b] + 8 * s);
-    for (int p = 0; p < kPairs; ++p) {
+    for (int p = 0; p < P; ++p) {
       const __m512 wv = weights(p, s);
       for (int b = 0; b < B; ++b) acc[p][b] = _mm512_add_ps(acc[p][b], _mm512_mul_ps(wv, xv[b]));
     }
@@ -104,10 +108,10 @@ inline void accumulate(const Weights& weights, const Before& before, const float
 }
 
 // Combines each 8-lane half as dot_f32 does, adds the tail, stores y[r0 + b][o0 + i].
-template <bool kBf16, int B>
+template <bool kBf16, int P, int B>
 inline void finish(const TileRows& t, const float* const* xr, int64_t r0, int64_t n8, int64_t n, float* y,
-                   int64_t n_out, const __m512 (&acc)[kPairs][B]) {
-  for (int p = 0; p < kPairs; ++p) {
+                   int64_t n_out, const __m512 (&acc)[P][B]) {
+  for (int p = 0; p < P; ++p) {
     for (int h = 0; h < 2; ++h) {
       const int i = 2 * p + h;
       if (i >= t.n_valid) continue;
@@ -122,43 +126,44 @@ inline void finish(const TileRows& t, const float* const* xr, int64_t r0, int64_
 
 // One tile x activation rows [r0, r0 + B): weights(p, s) gives pair p's widened step s,
 // before(s) runs ahead of each step.
-template <bool kBf16, int B, class Weights, class Before>
+template <bool kBf16, int P, int B, class Weights, class Before>
 inline void run_tile(const WeightMatrix& w, const TileRows& t, const float* x, int64_t r0, float* y,
                      const Weights& weights, const Before& before) {
   const int64_t n = w.n_in, n8 = n / 8 * 8;
   const float* xr[B];
   for (int b = 0; b < B; ++b) xr[b] = x + (r0 + b) * n;
-  __m512 acc[kPairs][B];
+  __m512 acc[P][B];
   for (auto& a : acc)
     for (auto& v : a) v = _mm512_setzero_ps();
-  accumulate<B>(weights, before, xr, n8 / 8, acc);
-  finish<kBf16, B>(t, xr, r0, n8, n, y, w.n_out, acc);
+  accumulate<P, B>(weights, before, xr, n8 / 8, acc);
+  finish<kBf16, P, B>(t, xr, r0, n8, n, y, w.n_out, acc);
 }
 
-// Step s's share of prefetching kTileRows f16/bf16 rows `next` into L2 at the column a
-// tile is reading. A row moves 16 bytes a step, so each row needs one 64-byte line every 4
-// steps: a quarter of the rows per step, in turn, spreads the requests evenly. Into L2
-// (T1): into L1 (T0) a whole tile ahead evicts what is being read, and measured slower.
+// Step s's share of prefetching R f16/bf16 rows `next` into L2 at the column a tile is
+// reading. A row moves 16 bytes a step, so each row needs one 64-byte line every 4 steps: a
+// quarter of the rows per step, in turn, spreads the requests evenly. Into L2 (T1): into L1
+// (T0) a whole tile ahead evicts what is being read, and measured slower.
+template <int R = kTileRows>
 inline void prefetch_step(const uint8_t* const* next, int64_t s) {
   const int64_t column = 16 * (s & ~int64_t{3});
-  for (int i = static_cast<int>(s & 3); i < kTileRows; i += 4) {
+  for (int i = static_cast<int>(s & 3); i < R; i += 4) {
     _mm_prefetch(reinterpret_cast<const char*>(next[i] + column), _MM_HINT_T1);
   }
 }
 
-// Widening the weights as they stream in; `next` (kTileRows rows, or null) is prefetched
-// at the column being read.
-template <bool kBf16, int B>
+// Widening the weights of P pairs as they stream in; `next` (2P rows, or null) is
+// prefetched at the column being read.
+template <bool kBf16, int B, int P = kPairs>
 void direct_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const* next, const float* x,
                  int64_t r0, float* y) {
   const auto weights = [&t](int p, int64_t s) {
     return widen_pair<kBf16>(t.row[2 * p] + 16 * s, t.row[2 * p + 1] + 16 * s);
   };
   if (next == nullptr) {
-    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    run_tile<kBf16, P, B>(w, t, x, r0, y, weights, [](int64_t) {});
     return;
   }
-  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
+  run_tile<kBf16, P, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step<2 * P>(next, s); });
 }
 
 // Weights already widened in `ws` ([step][pair][16]); `next` (kTileRows rows, or null) is
@@ -168,10 +173,10 @@ void scratch_tile(const WeightMatrix& w, const TileRows& t, const float* ws, con
                   const float* x, int64_t r0, float* y) {
   const auto weights = [ws](int p, int64_t s) { return _mm512_load_ps(ws + (s * kPairs + p) * 16); };
   if (next == nullptr) {
-    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    run_tile<kBf16, kPairs, B>(w, t, x, r0, y, weights, [](int64_t) {});
     return;
   }
-  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
+  run_tile<kBf16, kPairs, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
 }
 
 // Activation rows [r0, r0 + B) against every group of the block; group g prefetches
@@ -200,6 +205,114 @@ void direct_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* 
       case 2: direct_tile<kBf16, 2>(w, t, pf, x, r, y); break;
       case 1: direct_tile<kBf16, 1>(w, t, pf, x, r, y); break;
       default: break;
+    }
+  }
+}
+
+// Several activation rows (kWideMinRows to kScratchMinRows - 1: the decode step of 8 or
+// more sequences). Here the zmm halves are two ACTIVATION rows: the rows are interleaved by pairs
+// once per call into xi ([chunk of up to 4 pairs][step][pair][16]: x_2q[8s, 8s+8) then
+// x_2q+1[8s, 8s+8)), and each weight step is widened once into both halves and used for
+// every pair of the chunk. A tile is 4 weight rows x 4 pairs (16 sums); per step that is 4
+// widenings and 4 plain loads for 16 mul + 16 add, where the weight-pair layout needs a
+// broadcast per activation row, and the scratch path's store and reload of each widened
+// block cost more than the arithmetic at these row counts (perf: 29% of an 8-row step).
+// Measured one thread, hot (BM_QMatmul/1/2048/5632/R/1/0): 8 rows 52 -> 61-65 GFLOPS; 16,
+// 24, 32 rows 65-68 -> 70-71; at 40-56 rows the two paths are within noise, at 64 the
+// scratch path leads (77 vs 70). The widening is what is left: the 16 mul + 16 add of a
+// step take 16 cycles, its 4 widenings 6 more (microbenchmark, data in L1).
+constexpr int kWideRows = 4;   // weight rows per wide tile
+constexpr int kWidePairs = 4;  // activation-row pairs per chunk
+
+// Elements [k, k+8) of one row (pointer at k), widened exactly into both 8-lane halves.
+// Widened at 256 bits and then copied up: on Zen 4 a 512-bit vcvtph2ps takes the add pipes
+// twice as long, and this measured 9% faster in the 4 x 4 tile.
+template <bool kBf16>
+inline __m512 widen_dup(const uint8_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m256 v;
+  if constexpr (kBf16) {
+    v = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  } else {
+    v = _mm256_cvtph_ps(h);
+  }
+  const __m512d d = _mm512_castpd256_pd512(_mm256_castps_pd(v));
+  return _mm512_castpd_ps(_mm512_insertf64x4(d, _mm256_castps_pd(v), 1));
+}
+
+// Activation rows [r0, r0 + n) (n <= 2 * kWidePairs) as one chunk of xi: [step][pair][16];
+// the half after an odd last row is zero (its sums are dropped).
+void interleave_chunk(const float* x, int64_t n_in, int64_t r0, int64_t n, float* xi) {
+  const int64_t steps = n_in / 8, pairs = (n + 1) / 2;
+  for (int64_t q = 0; q < pairs; ++q) {
+    const float* a = x + (r0 + 2 * q) * n_in;
+    const float* b = 2 * q + 1 < n ? a + n_in : nullptr;
+    for (int64_t s = 0; s < steps; ++s) {
+      const __m256 hi = b ? _mm256_loadu_ps(b + 8 * s) : _mm256_setzero_ps();
+      const __m512d v = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(a + 8 * s))),
+                                           _mm256_castps_pd(hi), 1);
+      _mm512_store_ps(xi + (s * pairs + q) * 16, _mm512_castpd_ps(v));
+    }
+  }
+}
+
+// Tile rows t (kWideRows, t.n_valid real) x the Q pairs of chunk xi (activation rows
+// [r0, r0 + n)); `next` (kWideRows rows, or null) is prefetched at the column being read.
+template <bool kBf16, int Q>
+void wide_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const* next, const float* xi,
+               const float* x, int64_t r0, int64_t n, float* y) {
+  constexpr int P = kWideRows;
+  const int64_t n_in = w.n_in, n8 = n_in / 8 * 8, steps = n_in / 8;
+  __m512 acc[P][Q];
+  for (auto& a : acc)
+    for (auto& v : a) v = _mm512_setzero_ps();
+  for (int64_t s = 0; s < steps; ++s) {
+    if (next) prefetch_step<P>(next, s);
+    __m512 xv[Q];
+    for (int q = 0; q < Q; ++q) xv[q] = _mm512_load_ps(xi + (s * Q + q) * 16);
+    for (int p = 0; p < P; ++p) {
+      const __m512 wv = widen_dup<kBf16>(t.row[p] + 16 * s);
+      for (int q = 0; q < Q; ++q) acc[p][q] = _mm512_add_ps(acc[p][q], _mm512_mul_ps(wv, xv[q]));
+    }
+  }
+  for (int p = 0; p < t.n_valid; ++p) {
+    for (int q = 0; q < Q; ++q) {
+      for (int h = 0; h < 2 && 2 * q + h < n; ++h) {
+        const int64_t r = r0 + 2 * q + h;
+        float sum = combine8(h ? lanes_hi(acc[p][q]) : lanes_lo(acc[p][q]));
+        if (n8 < n_in) sum = add_tail(sum, t.row[p], kBf16, x + r * n_in, n8, n_in);
+        y[r * w.n_out + t.o0 + p] = sum;
+      }
+    }
+  }
+}
+
+template <bool kBf16>
+void wide_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
+  constexpr int R = kWideRows, kChunkRows = 2 * kWidePairs;
+  const int64_t steps = w.n_in / 8, chunk_floats = steps * kWidePairs * 16;
+  const int64_t n_chunks = (n_rows + kChunkRows - 1) / kChunkRows;
+  float* xi = scratch_floats(static_cast<size_t>(n_chunks * chunk_floats));
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const int64_t r0 = c * kChunkRows;
+    interleave_chunk(x, w.n_in, r0, std::min<int64_t>(kChunkRows, n_rows - r0), xi + c * chunk_floats);
+  }
+  for (int64_t o = ob; o < oe; o += R) {
+    const TileRows t = tile_rows(w, o, oe, R);
+    const uint8_t* next[R];
+    const bool has_next = o + R < oe;
+    for (int i = 0; has_next && i < R; ++i) next[i] = w.row(std::min(o + R + i, oe - 1));
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      // Prefetching the next tile pays once: the first chunk streams it.
+      const uint8_t* const* pf = has_next && c == 0 ? next : nullptr;
+      const int64_t r0 = c * kChunkRows, n = std::min<int64_t>(kChunkRows, n_rows - r0);
+      const float* xc = xi + c * chunk_floats;
+      switch ((n + 1) / 2) {
+        case 1: wide_tile<kBf16, 1>(w, t, pf, xc, x, r0, n, y); break;
+        case 2: wide_tile<kBf16, 2>(w, t, pf, xc, x, r0, n, y); break;
+        case 3: wide_tile<kBf16, 3>(w, t, pf, xc, x, r0, n, y); break;
+        default: wide_tile<kBf16, kWidePairs>(w, t, pf, xc, x, r0, n, y); break;
+      }
     }
   }
 }
@@ -251,6 +364,8 @@ template <bool kBf16>
 void range(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t ob, int64_t oe) {
   if (n_rows >= kScratchMinRows) {
     scratch_range<kBf16>(w, x, n_rows, y, ob, oe);
+  } else if (n_rows >= kWideMinRows) {
+    wide_range<kBf16>(w, x, n_rows, y, ob, oe);
   } else {
     direct_range<kBf16>(w, x, n_rows, y, ob, oe);
   }

@@ -1,7 +1,7 @@
 // F16 / BF16 weights (matmul_half.h): every SIMD path must give the defined arithmetic's
 // bits — dot_f32's 8 interleaved partial sums, mul then add, pairwise combine, ascending
 // tail — on odd sizes: n_in below 8 and with tails, odd n_out (partial tiles, ranges that
-// start and end mid-tile), batches 1..37 (decode, small-batch and scratch paths), padded
+// start and end mid-tile), batches 1..45 (decode, small-batch, wide and scratch paths), padded
 // row strides, 1/2/3 threads, NaN and Inf. Each ISA implementation is called directly
 // (where this machine runs it), and kernels::matmul is checked end to end, so the test
 // covers the AVX2 path even on an AVX-512 machine. KEEL_CPU=avx2|scalar also pass.
@@ -143,7 +143,7 @@ TEST_P(HalfWeights, EachIsaEqualsTheDefinedArithmeticOnOddSizes) {
     for (int64_t n_in : {1, 3, 7, 8, 9, 15, 16, 17, 33, 67, 264}) {
       for (int64_t n_out : {1, 2, 3, 7, 9, 17, 18, 33}) {
         Weights wt(type, n_in, n_out, (n_in % 3) * 2, rng);
-        for (int64_t n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 13}) {
+        for (int64_t n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 41}) {
           const auto x = activations(n_in * n_rows, rng);
           // Whole matrix, then a range starting and ending inside tiles.
           for (auto [ob, oe] : {std::pair<int64_t, int64_t>{0, n_out}, {n_out / 3, n_out - n_out / 4}}) {
@@ -160,18 +160,18 @@ TEST_P(HalfWeights, EachIsaEqualsTheDefinedArithmeticOnOddSizes) {
   if (ran == 0) GTEST_SKIP() << "no AVX2/F16C on this machine";
 }
 
-// Batch 1..37: a row's result does not depend on how many rows share the product (decode,
-// small-batch and scratch paths all meet the oracle), on either ISA.
+// Batch 1..45: a row's result does not depend on how many rows share the product (decode,
+// small-batch, wide and scratch paths all meet the oracle), on either ISA.
 TEST_P(HalfWeights, EveryBatchSizeGivesEachRowTheSameBits) {
   const DType type = GetParam();
   std::mt19937 rng(11);
   const int64_t n_in = 131, n_out = 37;
   Weights wt(type, n_in, n_out, 0, rng);
-  const auto x = activations(n_in * 37, rng);
-  const auto want = oracle(wt.w, x.data(), 37, 0, n_out, 0.0f);
+  const auto x = activations(n_in * 45, rng);
+  const auto want = oracle(wt.w, x.data(), 45, 0, n_out, 0.0f);
   for (const Isa& isa : isas()) {
     if (!isa.available) continue;
-    for (int64_t n_rows = 1; n_rows <= 37; ++n_rows) {
+    for (int64_t n_rows = 1; n_rows <= 45; ++n_rows) {
       std::vector<float> got(n_out * n_rows);
       isa.run(wt.w, x.data(), n_rows, got.data(), 0, n_out);
       ASSERT_TRUE(same_bits(std::vector<float>(want.begin(), want.begin() + n_out * n_rows), got))
