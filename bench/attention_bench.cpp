@@ -5,10 +5,12 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kv/page_pool.h"
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
 #include "tensor/types.h"
@@ -26,7 +28,7 @@ constexpr int32_t kPage = 32;
 // layers' K and V, and the view is layer 0's, so a decode step's rows are spread as in a
 // model of that many layers and come from DRAM, not from a cache the benchmark warmed.
 struct Pages {
-  std::vector<uint8_t> pool;
+  std::unique_ptr<keel::kv::PagePool> pool;  // the KV cache's own allocator (huge-page advised)
   keel::kv::KvLayerView view;
   std::vector<keel::kv::KvLayerView> layer_views;  // [layers]: the same positions, layer l
   Pages(DType type, int64_t n_pos, int64_t layers) {
@@ -41,10 +43,10 @@ struct Pages {
     view.k_token_stride = view.v_token_stride = view.k_head_bytes * kKvHeads;
     const size_t half = view.k_token_stride * kPage;  // one layer's K (or V) rows of a page
     const int64_t n_pages = (n_pos + kPage - 1) / kPage;
-    pool.resize(static_cast<size_t>(n_pages * layers) * 2 * half);
+    pool = std::make_unique<keel::kv::PagePool>(n_pages, static_cast<size_t>(layers) * 2 * half);
     std::vector<float> row(kHeadDim);
     for (int64_t pg = 0; pg < n_pages; ++pg) {
-      uint8_t* k = pool.data() + static_cast<size_t>(pg * layers) * 2 * half;
+      uint8_t* k = pool->data(pool->allocate());
       for (uint8_t* base : {k, k + half}) {
         for (int64_t t = 0; t < kPage * kKvHeads; ++t) {
           for (auto& x : row) x = nd(rng);

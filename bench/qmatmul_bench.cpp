@@ -96,6 +96,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
     b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 0});
     b->Args({int64_t(DType::kF16), 5632, 2048, 8, threads, 1});
     for (int64_t rows : {16, 32, 48, 64}) b->Args({int64_t(DType::kF16), 2048, 5632, rows, threads, 0});
+    b->Args({int64_t(DType::kF16), 2048, 128, 8, threads, 0});
   }
 }
 

@@ -1,7 +1,9 @@
 #include "kv/page_pool.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
-#include <new>
 #include <string>
 
 #include "core/error.h"
@@ -20,8 +22,25 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
                                              " pages of " + std::to_string(page_bytes) +
                                              " bytes overflow the address space");
   }
-  // Not value-initialised: untouched pages cost no resident memory; allocate() zeroes.
-  storage_.reset(new (std::nothrow) uint8_t[n * page_bytes]);
+  // Mapped, not value-initialised: untouched pages cost no resident memory; allocate()
+  // zeroes. The reservation is rounded up to whole 2 MiB pages and advised for huge pages:
+  // a decode step at depth reads every layer's K/V pages, and with 4 KiB pages each read
+  // spans more TLB entries than the core holds.
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = n * page_bytes;
+  if (bytes != 0) {
+    const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    const size_t mapped = rounded + kHuge;  // room to start at a 2 MiB boundary
+    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t start = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t{kHuge - 1};
+      auto* aligned = reinterpret_cast<uint8_t*>(start);
+#ifdef MADV_HUGEPAGE
+      (void)::madvise(aligned, rounded, MADV_HUGEPAGE);  // a hint: without it the pool still works
+#endif
+      storage_ = std::unique_ptr<uint8_t[], Unmap>(aligned, Unmap{p, mapped});
+    }
+  }
   if (!storage_ && n != 0) {
     throw Error(ErrorCode::kOutOfMemory, "kv page pool: cannot allocate " +
                                              std::to_string(n * page_bytes) + " bytes (" +
@@ -30,6 +49,10 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
   refs_.assign(n, 0);
   free_.reserve(n);
   for (int64_t i = n_pages - 1; i >= 0; --i) free_.push_back(static_cast<PageId>(i));
+}
+
+void PagePool::Unmap::operator()(uint8_t* p) const {
+  if (p) ::munmap(base, bytes);
 }
 
 void PagePool::check_id(PageId page, const char* what) const {
