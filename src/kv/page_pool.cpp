@@ -4,9 +4,18 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "core/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEL_POOL_ON_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEL_POOL_ON_HEAP 1
+#endif
+#endif
 
 namespace keel::kv {
 
@@ -26,8 +35,13 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
   // zeroes. The reservation is rounded up to whole 2 MiB pages and advised for huge pages:
   // a decode step at depth reads every layer's K/V pages, and with 4 KiB pages each read
   // spans more TLB entries than the core holds.
+  // Under AddressSanitizer the pool stays a heap array, so an access past its end is still
+  // reported (a mapping has no redzone).
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t bytes = n * page_bytes;
+#if defined(KEEL_POOL_ON_HEAP)
+  if (bytes != 0) storage_ = std::unique_ptr<uint8_t[], Unmap>(new (std::nothrow) uint8_t[bytes], Unmap{nullptr, 0});
+#else
   if (bytes != 0) {
     const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
     const size_t mapped = rounded + kHuge;  // room to start at a 2 MiB boundary
@@ -41,6 +55,7 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
       storage_ = std::unique_ptr<uint8_t[], Unmap>(aligned, Unmap{p, mapped});
     }
   }
+#endif
   if (!storage_ && n != 0) {
     throw Error(ErrorCode::kOutOfMemory, "kv page pool: cannot allocate " +
                                              std::to_string(n * page_bytes) + " bytes (" +
@@ -52,7 +67,12 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
 }
 
 void PagePool::Unmap::operator()(uint8_t* p) const {
-  if (p) ::munmap(base, bytes);
+  if (!p) return;
+  if (base) {
+    ::munmap(base, bytes);
+  } else {
+    delete[] p;  // the sanitizer build's heap array
+  }
 }
 
 void PagePool::check_id(PageId page, const char* what) const {

@@ -42,7 +42,7 @@ class PagePool {
   void check_id(PageId page, const char* what) const;
 
   // Anonymous memory mapped for the pool (2 MiB-aligned so the kernel may back it with huge
-  // pages); unmapped on destruction.
+  // pages); unmapped on destruction. base == nullptr: a heap array (sanitizer builds).
   struct Unmap {
     void* base;  // the mapping (the storage starts at its first 2 MiB boundary)
     size_t bytes;
