@@ -47,7 +47,7 @@ constexpr int kBatch = 4;                    // activation rows per tile
 constexpr int64_t kBlockRows = 16;           // weight rows widened into the scratch at once
 constexpr int kGroups = kBlockRows / kTileRows;
 constexpr int64_t kScratchMinRows = 40;      // from here the widened-block scratch beats wide tiles
-constexpr int64_t kWideMinRows = 8;          // from here the 2-pair x 8-row tiles (wide_range)
+constexpr int64_t kWideMinRows = 8;          // from here activation-row pairs share widenings (wide_range)
 
 // Elements [k, k+8) of rows a and b (pointers at k), widened exactly: lanes 0-7 a, 8-15 b.
 template <bool kBf16>
@@ -74,7 +74,7 @@ inline float combine8(__m256 s) {
   return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
 }
 
-// The weight rows of one tile (up to kTileRows; `n_rows` of them in use): row[i] is output
+// The weight rows of one tile (`width` of them, at most kTileRows): row[i] is output
 // o0 + i for i < n_valid; the rest repeat a valid row so the full-width code can run (their
 // sums are dropped).
 struct TileRows {
@@ -83,24 +83,24 @@ struct TileRows {
   int n_valid;
 };
 
-TileRows tile_rows(const WeightMatrix& w, int64_t o0, int64_t o_end, int n_rows = kTileRows) {
+TileRows tile_rows(const WeightMatrix& w, int64_t o0, int64_t o_end, int width = kTileRows) {
   TileRows t;
   t.o0 = o0;
-  t.n_valid = static_cast<int>(std::min<int64_t>(n_rows, o_end - o0));
+  t.n_valid = static_cast<int>(std::min<int64_t>(width, o_end - o0));
   for (int i = 0; i < kTileRows; ++i) t.row[i] = w.row(o0 + std::min(i, t.n_valid - 1));
   return t;
 }
 
 // acc[p][b] += pair p's weights * activation row b, one 8-element step at a time in
 // ascending order. weights(p, s) gives pair p's widened step s; before(s) runs first.
-template <int P, int B, class Weights, class Before>
+template <int B, class Weights, class Before>
 inline void accumulate(const Weights& weights, const Before& before, const float* const* xr, int64_t steps,
-                       __m512 (&acc)[P][B]) {
+                       __m512 (&acc)[kPairs][B]) {
   for (int64_t s = 0; s < steps; ++s) {
     before(s);
     __m512 xv[B];
     for (int b = 0; b < B; ++b) xv[b] = broadcast8(xr[b] + 8 * s);
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < kPairs; ++p) {
       const __m512 wv = weights(p, s);
       for (int b = 0; b < B; ++b) acc[p][b] = _mm512_add_ps(acc[p][b], _mm512_mul_ps(wv, xv[b]));
     }
@@ -108,10 +108,10 @@ inline void accumulate(const Weights& weights, const Before& before, const float
 }
 
 // Combines each 8-lane half as dot_f32 does, adds the tail, stores y[r0 + b][o0 + i].
-template <bool kBf16, int P, int B>
+template <bool kBf16, int B>
 inline void finish(const TileRows& t, const float* const* xr, int64_t r0, int64_t n8, int64_t n, float* y,
-                   int64_t n_out, const __m512 (&acc)[P][B]) {
-  for (int p = 0; p < P; ++p) {
+                   int64_t n_out, const __m512 (&acc)[kPairs][B]) {
+  for (int p = 0; p < kPairs; ++p) {
     for (int h = 0; h < 2; ++h) {
       const int i = 2 * p + h;
       if (i >= t.n_valid) continue;
@@ -126,17 +126,17 @@ inline void finish(const TileRows& t, const float* const* xr, int64_t r0, int64_
 
 // One tile x activation rows [r0, r0 + B): weights(p, s) gives pair p's widened step s,
 // before(s) runs ahead of each step.
-template <bool kBf16, int P, int B, class Weights, class Before>
+template <bool kBf16, int B, class Weights, class Before>
 inline void run_tile(const WeightMatrix& w, const TileRows& t, const float* x, int64_t r0, float* y,
                      const Weights& weights, const Before& before) {
   const int64_t n = w.n_in, n8 = n / 8 * 8;
   const float* xr[B];
   for (int b = 0; b < B; ++b) xr[b] = x + (r0 + b) * n;
-  __m512 acc[P][B];
+  __m512 acc[kPairs][B];
   for (auto& a : acc)
     for (auto& v : a) v = _mm512_setzero_ps();
-  accumulate<P, B>(weights, before, xr, n8 / 8, acc);
-  finish<kBf16, P, B>(t, xr, r0, n8, n, y, w.n_out, acc);
+  accumulate<B>(weights, before, xr, n8 / 8, acc);
+  finish<kBf16, B>(t, xr, r0, n8, n, y, w.n_out, acc);
 }
 
 // Step s's share of prefetching R f16/bf16 rows `next` into L2 at the column a tile is
@@ -151,19 +151,19 @@ inline void prefetch_step(const uint8_t* const* next, int64_t s) {
   }
 }
 
-// Widening the weights of P pairs as they stream in; `next` (2P rows, or null) is
-// prefetched at the column being read.
-template <bool kBf16, int B, int P = kPairs>
+// Widening the weights as they stream in; `next` (kTileRows rows, or null) is prefetched
+// at the column being read.
+template <bool kBf16, int B>
 void direct_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const* next, const float* x,
                  int64_t r0, float* y) {
   const auto weights = [&t](int p, int64_t s) {
     return widen_pair<kBf16>(t.row[2 * p] + 16 * s, t.row[2 * p + 1] + 16 * s);
   };
   if (next == nullptr) {
-    run_tile<kBf16, P, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
     return;
   }
-  run_tile<kBf16, P, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step<2 * P>(next, s); });
+  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
 }
 
 // Weights already widened in `ws` ([step][pair][16]); `next` (kTileRows rows, or null) is
@@ -173,10 +173,10 @@ void scratch_tile(const WeightMatrix& w, const TileRows& t, const float* ws, con
                   const float* x, int64_t r0, float* y) {
   const auto weights = [ws](int p, int64_t s) { return _mm512_load_ps(ws + (s * kPairs + p) * 16); };
   if (next == nullptr) {
-    run_tile<kBf16, kPairs, B>(w, t, x, r0, y, weights, [](int64_t) {});
+    run_tile<kBf16, B>(w, t, x, r0, y, weights, [](int64_t) {});
     return;
   }
-  run_tile<kBf16, kPairs, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
+  run_tile<kBf16, B>(w, t, x, r0, y, weights, [next](int64_t s) { prefetch_step(next, s); });
 }
 
 // Activation rows [r0, r0 + B) against every group of the block; group g prefetches

@@ -37,12 +37,12 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
   // spans more TLB entries than the core holds.
   // Under AddressSanitizer the pool stays a heap array, so an access past its end is still
   // reported (a mapping has no redzone).
-  constexpr size_t kHuge = size_t{2} << 20;
   const size_t bytes = n * page_bytes;
 #if defined(KEEL_POOL_ON_HEAP)
   if (bytes != 0) storage_ = std::unique_ptr<uint8_t[], Unmap>(new (std::nothrow) uint8_t[bytes], Unmap{nullptr, 0});
 #else
   if (bytes != 0) {
+    constexpr size_t kHuge = size_t{2} << 20;
     const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
     const size_t mapped = rounded + kHuge;  // room to start at a 2 MiB boundary
     void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
