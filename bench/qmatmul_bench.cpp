@@ -89,14 +89,19 @@ void Shapes(benchmark::internal::Benchmark* b) {
       b->Args({int64_t(t), 2048, 5632, 512, threads, 0});
     }
   }
-  // f16 (matmul_half.h) at 8 rows: the parallel-8 decode step, cold and hot; and the row
-  // counts around the wide / scratch threshold (kScratchMinRows).
+  // f16 (matmul_half.h) at 8 rows: the parallel-8 decode step, cold and hot; the row
+  // counts around the wide / scratch threshold (kScratchMinRows); and prefill.
   for (int threads : {1, 2}) {
     b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 1});
     b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 0});
     b->Args({int64_t(DType::kF16), 5632, 2048, 8, threads, 1});
     for (int64_t rows : {16, 32, 48, 64}) b->Args({int64_t(DType::kF16), 2048, 5632, rows, threads, 0});
     b->Args({int64_t(DType::kF16), 2048, 128, 8, threads, 0});
+    // Prefill (pp512): the up / gate, down and q / o, k / v projections.
+    b->Args({int64_t(DType::kF16), 2048, 5632, 512, threads, 0});
+    b->Args({int64_t(DType::kF16), 5632, 2048, 512, threads, 0});
+    b->Args({int64_t(DType::kF16), 2048, 2048, 512, threads, 0});
+    b->Args({int64_t(DType::kF16), 2048, 256, 512, threads, 0});
   }
 }
 
