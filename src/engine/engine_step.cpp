@@ -200,7 +200,11 @@ void Engine::Impl::admit(QueuedRequest job) {
   slot.state = Slot::State::kPrefilling;
   try {
     fault_point("engine.admit");
-    slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
+    // A request that reports logprobs needs the sampler to compute the chosen token's,
+    // also when it asks for no alternatives (top_logprobs 0).
+    sampling::SamplingParams params = slot.request.sampling;
+    params.logprobs = params.logprobs || slot.request.logprobs;
+    slot.sampler = std::make_unique<sampling::Sampler>(params);
     slot.sampler->accept(slot.tokens);
     slot.decoder = backend->make_decoder();
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);

@@ -62,6 +62,14 @@ await runCases([
       assert.equal(t.top_logprobs.length, 3);
       assert.ok(Array.isArray(t.bytes));
     }
+    // logprobs alone (no top_logprobs): each chosen token's logprob, the same values.
+    const alone = await api.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 5, temperature: 0, logprobs: true });
+    const lone = alone.choices[0].logprobs.content;
+    assert.deepEqual(lone.map((t) => t.token), content.map((t) => t.token));
+    assert.deepEqual(lone.map((t) => t.logprob), content.map((t) => t.logprob));
+    assert.ok(lone.every((t) => t.top_logprobs.length === 0));
+    assert.ok(lone.some((t) => t.logprob < 0));
   }],
   ['models list and retrieve', async () => {
     const models = [];

@@ -206,5 +206,29 @@ TEST(EngineLogprobs, ReportedPerToken) {
   }
 }
 
+// logprobs without alternatives (OpenAI's top_logprobs 0 or absent) still reports each
+// chosen token's logprob: the same values as a run that also asks for alternatives.
+TEST(EngineLogprobs, ChosenTokenLogprobWithoutAlternatives) {
+  Rig rig(EngineOptions{});
+  Request with_top = make_request({1, 2, 3}, 6, 5, 0.7f);
+  with_top.logprobs = true;
+  with_top.sampling.top_logprobs = 3;
+  Request without = with_top;
+  without.sampling.top_logprobs = 0;
+  RequestHandle ha = rig.engine->submit(with_top);
+  const Outcome a = collect(ha);
+  RequestHandle hb = rig.engine->submit(without);
+  const Outcome b = collect(hb);
+  ASSERT_EQ(b.tokens, a.tokens);
+  ASSERT_EQ(b.logprobs.size(), b.tokens.size());
+  bool some_below_zero = false;
+  for (size_t i = 0; i < b.tokens.size(); ++i) {
+    EXPECT_TRUE(b.logprobs[i].top.empty());
+    EXPECT_EQ(b.logprobs[i].logprob, a.logprobs[i].logprob) << "token " << i;
+    some_below_zero = some_below_zero || b.logprobs[i].logprob < 0.0f;
+  }
+  EXPECT_TRUE(some_below_zero);  // the values are computed, not a default 0
+}
+
 }  // namespace
 }  // namespace keel::engine::test
