@@ -4,6 +4,7 @@
 // model and plan memory, then hand the engine to the server (/health 200). SIGINT/SIGTERM
 // start a graceful shutdown: stop accepting, let in-flight requests finish within
 // --shutdown-timeout, cancel the rest, exit 0.
+#include <algorithm>
 #include <pthread.h>
 #include <signal.h>
 
@@ -103,6 +104,8 @@ int serve(ServeOptions o) {
   }
   o.http.max_body_bytes = engine::parse_byte_size(o.max_body);
   o.http.max_inflight = o.parallel + o.queue;
+  auto& cors = o.http.cors_origins;
+  cors.erase(std::remove(cors.begin(), cors.end(), "none"), cors.end());
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000.0));
 
   // Signals go to one waiting thread (blocked everywhere else, inherited by every thread
@@ -166,6 +169,17 @@ CommandRunner setup_serve(CLI::App& app) {
   opt(app.add_option("--ctv,--cache-type-v", o->cache_type_v, "KV cache type for V")->capture_default_str(), "KEEL_CACHE_TYPE_V");
   opt(app.add_option("-t,--threads", o->threads, "kernel threads (0 = all cores)")->check(CLI::Range(0, 1024)), "KEEL_THREADS");
   opt(app.add_option("--api-key", o->http.api_key, "require 'Authorization: Bearer KEY' on every route but /health"), "KEEL_API_KEY");
+  opt(app.add_option("--cors-origin", o->http.cors_origins,
+                     "page origin a browser may call from: https://host[:port], '*' (any), 'loopback' (localhost pages, the default) or 'none'; repeatable")
+          ->capture_default_str()
+          ->delimiter(',')
+          ->check(CLI::Validator(
+              [](std::string& v) -> std::string {
+                if (v == "*" || v == "loopback" || v == "none" || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return "";
+                return "expected http(s)://host[:port], '*', 'loopback' or 'none', got '" + v + "'";
+              },
+              "ORIGIN")),
+      "KEEL_CORS_ORIGIN");
   opt(app.add_option("--timeout", o->http.io_timeout_seconds, "socket read/write timeout, seconds")->capture_default_str()->check(CLI::Range(1, 86400)), "KEEL_TIMEOUT");
   opt(app.add_option("--request-timeout", o->http.request_timeout_seconds, "longest a request may run, seconds (0 = no limit)")->check(CLI::Range(0.0, 1e7)), "KEEL_REQUEST_TIMEOUT");
   opt(app.add_option("--heartbeat", o->http.heartbeat_seconds, "SSE keep-alive interval while nothing is written, seconds (fractions allowed)")->capture_default_str()->check(CLI::Range(0.001, 3600.0)), "KEEL_HEARTBEAT");

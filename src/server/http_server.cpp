@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/cors.h"
 #include "server/server_state.h"
 
 namespace keel::server {
@@ -81,8 +82,35 @@ bool same_secret(const std::string& given, const std::string& key) {
   return diff == 0;
 }
 
+// CORS (cors.h): headers for an allowed Origin on every response, and the preflight's
+// answer. Returns true when `req` was a preflight (answered here).
+bool handle_cors(const HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  const std::string origin = req.get_header_value("Origin");
+  const bool allowed = cors_origin_allowed(origin, s.options.cors_origins);
+  if (allowed) {
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+  }
+  if (req.method != "OPTIONS") return false;
+  if (!origin.empty() && !allowed) {
+    send_error(res, ApiError(403, "invalid_request_error", "cors_origin_not_allowed", "",
+                             "origin '" + sanitize_utf8(origin) + "' is not allowed (see --cors-origin)"));
+    return true;
+  }
+  res.status = 204;
+  res.set_header("Allow", "GET, POST, OPTIONS");
+  if (allowed) {
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Headers", asked.empty() ? "Authorization, Content-Type" : asked);
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+  return true;
+}
+
 void install_hooks(HttpServer::State& s) {
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
+    if (handle_cors(s, req, res)) return httplib::Server::HandlerResponse::Handled;
     if (s.options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";

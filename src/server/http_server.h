@@ -16,6 +16,8 @@
 //    accepting connections and new completions, lets in-flight requests finish for up to
 //    `grace`, then cancels the rest and waits for their handlers; after it returns, run()
 //    returns.
+//  - Browsers: origins on options.cors_origins get CORS headers and their OPTIONS
+//    preflight answered (before the API key check, which a preflight cannot pass).
 //  - Thread-safety: set_service(), shutdown() and the accessors are thread-safe.
 #pragma once
 
@@ -25,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/service.h"
 
@@ -34,6 +37,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0: any free port (see bind())
   std::string api_key;          // empty: no authentication
+  // Page origins a browser may let read the responses (cors.h): exact origins, "*", or
+  // "loopback" (localhost pages, the default). Empty: no cross-origin access.
+  std::vector<std::string> cors_origins = {"loopback"};
   double heartbeat_seconds = 5; // SSE keep-alive interval (> 0; fractions allowed)
   size_t max_body_bytes = 8u << 20;
   int io_timeout_seconds = 600; // socket read/write timeout

@@ -275,6 +275,55 @@ TEST_F(HttpServerTest, ApiKeyGuardsEveryRouteButHealth) {
   EXPECT_EQ(r->status, 200);
 }
 
+// Browsers: an allowed origin gets CORS headers on every response (errors and 401s
+// included) and its preflight answered before the key check; another origin gets neither
+// the headers nor a preflight, but its request still runs (a proxied web app sends its own
+// origin); requests without Origin are untouched.
+TEST_F(HttpServerTest, CorsForAllowedOriginsOnly) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  o.cors_origins = {"loopback", "https://app.example.com"};
+  start(o);
+  auto c = client();
+  const httplib::Headers key = {{"Authorization", "Bearer sekret"}};
+  auto r = c.Options("/v1/chat/completions", {{"Origin", "https://app.example.com"},
+                                              {"Access-Control-Request-Method", "POST"},
+                                              {"Access-Control-Request-Headers", "authorization, content-type"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example.com");
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_NE(r->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+
+  r = c.Options("/v1/chat/completions", {{"Origin", "https://evil.example.com"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "cors_origin_not_allowed");
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+
+  httplib::Headers h = key;
+  h.emplace("Origin", "http://localhost:5173");
+  r = c.Get("/v1/models", h);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+  r = c.Get("/v1/models", {{"Origin", "http://localhost:5173"}});  // no key: the 401 is readable
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+
+  h = key;
+  h.emplace("Origin", "https://evil.example.com");
+  r = c.Get("/v1/models", h);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  r = c.Get("/v1/models", key);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+}
+
 TEST_F(HttpServerTest, InfoRoutes) {
   start();
   auto c = client();
