@@ -80,6 +80,9 @@ struct Engine::Impl {
   uint64_t rotation = 0;
   bool recheck_cache = false;  // something failed mid-way: run the invariant checker
   std::vector<float> logits;  // [n_want][n_vocab]
+  // Every token's output bytes, for JSON-mode requests: built at the first one, then shared.
+  std::shared_ptr<const sampling::TokenBytes> token_bytes;
+  std::shared_ptr<const sampling::TokenBytes> json_token_bytes();
 };
 
 }  // namespace keel::engine

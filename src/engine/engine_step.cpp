@@ -143,7 +143,7 @@ bool Engine::Impl::step() {
     std::optional<FinishReason> done;
     try {
       fault_point("engine.sample");
-      sampling::SampleResult sampled = slot.sampler->sample(std::span<const float>(row_ptr, n_vocab));
+      sampling::SampleResult sampled = slot.sampler->sample(std::span<const float>(row_ptr, n_vocab), slot.json.get());
       slot.state = Slot::State::kGenerating;
       done = slot.accept_token(sampled, *backend);
       // Without context shift the context bounds prompt + completion.
@@ -187,6 +187,20 @@ void Engine::Impl::count_finish(FinishReason reason) {
   if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
 }
 
+std::shared_ptr<const sampling::TokenBytes> Engine::Impl::json_token_bytes() {
+  if (!token_bytes) {
+    auto t = std::make_shared<sampling::TokenBytes>();
+    t->bytes.resize(static_cast<size_t>(n_vocab));
+    t->end.resize(static_cast<size_t>(n_vocab));
+    for (int32_t id = 0; id < n_vocab; ++id) {
+      t->bytes[static_cast<size_t>(id)] = backend->token_piece(id);
+      t->end[static_cast<size_t>(id)] = backend->is_end_of_generation(id) ? 1 : 0;
+    }
+    token_bytes = std::move(t);
+  }
+  return token_bytes;
+}
+
 void Engine::Impl::admit(QueuedRequest job) {
   auto it = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.busy(); });
   // The caller reserved a slot (shared->active) for this job, so one is free.
@@ -206,6 +220,7 @@ void Engine::Impl::admit(QueuedRequest job) {
     params.logprobs = params.logprobs || slot.request.logprobs;
     slot.sampler = std::make_unique<sampling::Sampler>(params);
     slot.sampler->accept(slot.tokens);
+    if (slot.request.json_object) slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes());
     slot.decoder = backend->make_decoder();
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
     // Last: once open() returns, the slot owns a sequence that end_slot() releases.

@@ -27,6 +27,7 @@ struct Request {
   std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
   bool logprobs = false;              // report each token's logprob (+ top_logprobs alternatives)
   bool ignore_eos = false;            // keep going past end-of-generation tokens
+  bool json_object = false;           // output constrained to one JSON object (sampling/json_constraint.h)
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 

@@ -9,6 +9,7 @@ std::optional<FinishReason> Slot::accept_token(const sampling::SampleResult& sam
   int32_t token = sampled.token;
   tokens.push_back(token);
   sampler->accept(token);
+  if (json) json->accept(token);
   ++n_generated;
   if (!request.ignore_eos && backend.is_end_of_generation(token)) return FinishReason::kStop;
 

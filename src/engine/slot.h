@@ -38,6 +38,7 @@ struct Slot {
   int64_t n_prompt = 0, n_cached = 0, n_generated = 0;
   bool shifted = false;  // a context shift renumbered positions: never publish
   std::unique_ptr<sampling::Sampler> sampler;
+  std::unique_ptr<sampling::JsonConstraint> json;  // request.json_object only
   std::unique_ptr<TokenDecoder> decoder;
   std::unique_ptr<StopMatcher> stop;
   Event pending;  // delta being assembled: tokens whose text is held back, and their text

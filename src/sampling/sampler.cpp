@@ -15,7 +15,7 @@ const SamplingParams& validated(const SamplingParams& params) {
 Sampler::Sampler(const SamplingParams& params)
     : params_(validated(params)), history_(params.penalty_last_n), rng_(params.seed) {}
 
-SampleResult Sampler::sample(std::span<const float> logits) {
+SampleResult Sampler::sample(std::span<const float> logits, const JsonConstraint* constraint) {
   check_logits(logits);
   work_.assign(logits.begin(), logits.end());
   apply_logit_bias(work_, params_.logit_bias);
@@ -23,6 +23,7 @@ SampleResult Sampler::sample(std::span<const float> logits) {
                   {.repeat_penalty = params_.repeat_penalty,
                    .presence_penalty = params_.presence_penalty,
                    .frequency_penalty = params_.frequency_penalty});
+  if (constraint) constraint->mask(work_);
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   SampleResult result;
   if (params_.temperature == 0.0f && params_.typical_p >= 1.0f && !want_logprobs) {

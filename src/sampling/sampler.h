@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sampling/history.h"
+#include "sampling/json_constraint.h"
 #include "sampling/logprobs.h"
 #include "sampling/params.h"
 #include "sampling/rng.h"
@@ -40,7 +41,9 @@ class Sampler {
 
   const SamplingParams& params() const { return params_; }
 
-  SampleResult sample(std::span<const float> logits);  // logits: [n_vocab]
+  // logits: [n_vocab]. `constraint` (may be null) masks tokens after the bias and
+  // penalties, before the truncating stages (the request's own, e.g. JSON mode).
+  SampleResult sample(std::span<const float> logits, const JsonConstraint* constraint = nullptr);
   void accept(int32_t token);
   void accept(std::span<const int32_t> tokens);
   // Forget accepted tokens and restart the RNG stream from params().seed.

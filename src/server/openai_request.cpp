@@ -99,13 +99,6 @@ void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
     throw unsupported("tools", "'tools' (function calling) is not supported");
   }
   if (f.get("functions")) throw unsupported("functions", "'functions' is not supported");
-  if (const json* rf = f.object("response_format")) {
-    const json* type = JsonFields(*rf).get("type");
-    if (!type || *type != "text") {
-      throw unsupported("response_format", "response_format " + describe(*rf) +
-                                               " is not supported; only {\"type\": \"text\"}");
-    }
-  }
   if (endpoint == Endpoint::kCompletion) {
     if (f.boolean("echo").value_or(false)) throw unsupported("echo", "'echo' is not supported");
     if (f.string("suffix")) throw unsupported("suffix", "'suffix' is not supported");
@@ -123,6 +116,20 @@ void parse_common(const json& body, const RequestLimits& limits, CompletionReque
   req->user = f.string("user").value_or("");
 
   auto& gen = req->generation;
+  if (const json* rf = f.object("response_format")) {
+    const json* type = JsonFields(*rf).get("type");
+    if (!type || !type->is_string()) {
+      throw bad_request("response_format", "'response_format' needs a string 'type', got " + describe(*rf));
+    }
+    if (*type == "json_object") {
+      gen.json_object = true;
+    } else if (*type == "json_schema") {
+      throw unsupported("response_format", "response_format json_schema is not supported; json_object is");
+    } else if (*type != "text") {
+      throw bad_request("response_format", "response_format type must be text, json_object or json_schema, got " +
+                                               describe(*type));
+    }
+  }
   auto& s = gen.sampling;
   if (auto v = f.number("temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*v);
   if (auto v = f.number("top_p", 0.0, 1.0)) {

@@ -71,6 +71,26 @@ await runCases([
     assert.ok(lone.every((t) => t.top_logprobs.length === 0));
     assert.ok(lone.some((t) => t.logprob < 0));
   }],
+  ['response_format json_object: a JSON object, streamed or not; json_schema is a clear 400', async () => {
+    // The tiny story model never closes an object by itself: a bias on '}' makes it close
+    // as soon as the constraint allows, so the run ends with a parseable object.
+    const tok = await (await fetch(`${server.baseURL}/tokenize`, { method: 'POST',
+      body: JSON.stringify({ content: '}', with_pieces: true }) })).json();
+    const close = tok.tokens.find((t) => t.piece === '}').id;
+    const req = { model: 'x', messages: [{ role: 'user', content: 'Give me JSON' }], max_tokens: 64, temperature: 0,
+      logit_bias: { [close]: 100 }, response_format: { type: 'json_object' } };
+    const whole = await api.chat.completions.create(req);
+    assert.equal(whole.choices[0].finish_reason, 'stop');
+    assert.deepEqual(JSON.parse(whole.choices[0].message.content), {});
+    const streamed = await collectStream(await api.chat.completions.create({ ...req, stream: true }));
+    assert.equal(streamed.text, whole.choices[0].message.content);
+    // Unbiased and sampled, cut by max_tokens: still the start of an object.
+    const free = await api.chat.completions.create({ ...req, logit_bias: undefined, temperature: 0.8, seed: 3, max_tokens: 40 });
+    assert.match(free.choices[0].message.content, /^\s*\{/);
+    await assert.rejects(api.chat.completions.create({ ...req, response_format: { type: 'json_schema',
+      json_schema: { name: 'x', schema: { type: 'object' } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format');
+  }],
   ['models list and retrieve', async () => {
     const models = [];
     for await (const m of api.models.list()) models.push(m);

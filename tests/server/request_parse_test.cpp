@@ -87,7 +87,11 @@ std::vector<BadCase> bad_cases() {
       {C, "{" + kMsgs + R"(, "model": 5})", "model", "must be a string"},
       {C, "{" + kMsgs + R"(, "user": []})", "user", "must be a string"},
       {C, "{" + kMsgs + R"(, "tools": [{"type": "function"}]})", "tools", "not supported"},
-      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_object"}})", "response_format", "not supported"},
+      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
+       "response_format", "not supported"},
+      {C, "{" + kMsgs + R"(, "response_format": {"type": "yaml"}})", "response_format", "must be text, json_object"},
+      {C, "{" + kMsgs + R"(, "response_format": {}})", "response_format", "string 'type'"},
+      {P, R"({"prompt": "x", "response_format": {"type": 1}})", "response_format", "string 'type'"},
       {P, "{}", "prompt", "required"},
       {P, R"({"prompt": 5})", "prompt", "must be a string"},
       {P, R"({"prompt": []})", "prompt", "must not be empty"},
@@ -128,6 +132,13 @@ TEST(RequestParse, EveryBadRequestIsA400NamingItsParameter) {
       for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << k;
     }
   }
+}
+
+TEST(RequestParse, ResponseFormatJsonObjectConstrainsTheOutput) {
+  EXPECT_TRUE(chat("{" + kMsgs + R"(, "response_format": {"type": "json_object"}})").generation.json_object);
+  EXPECT_TRUE(completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})").generation.json_object);
+  EXPECT_FALSE(chat("{" + kMsgs + R"(, "response_format": {"type": "text"}})").generation.json_object);
+  EXPECT_FALSE(chat("{" + kMsgs + "}").generation.json_object);
 }
 
 TEST(RequestParse, ChatFieldsMapToTheEngineRequest) {

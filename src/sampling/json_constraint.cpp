@@ -1,0 +1,48 @@
+#include "sampling/json_constraint.h"
+
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace keel::sampling {
+
+JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab) : vocab_(std::move(vocab)) {
+  if (!vocab_ || vocab_->bytes.size() != vocab_->end.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "json constraint: token table missing or inconsistent");
+  }
+}
+
+void JsonConstraint::mask(std::span<float> logits) const {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  if (logits.size() != vocab_->bytes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "json constraint: logits row of " + std::to_string(logits.size()) +
+                                                 " for a vocabulary of " + std::to_string(vocab_->bytes.size()));
+  }
+  const bool done = state_.complete();
+  for (size_t t = 0; t < logits.size(); ++t) {
+    if (logits[t] == kMasked) continue;
+    bool allowed;
+    if (vocab_->end[t]) {
+      allowed = done;
+    } else if (done || vocab_->bytes[t].empty()) {
+      allowed = false;
+    } else {
+      JsonPrefix probe = state_;
+      allowed = probe.feed(vocab_->bytes[t]);
+    }
+    if (!allowed) logits[t] = kMasked;
+  }
+}
+
+void JsonConstraint::accept(int32_t token) {
+  if (token < 0 || static_cast<size_t>(token) >= vocab_->bytes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "json constraint: token " + std::to_string(token) + " outside the vocabulary");
+  }
+  if (vocab_->end[static_cast<size_t>(token)]) return;
+  // A token mask() did not allow (ignore_eos, a caller's own pick) leaves the text invalid;
+  // nothing can repair it, and mask() then allows only what the broken state takes.
+  state_.feed(vocab_->bytes[static_cast<size_t>(token)]);
+}
+
+}  // namespace keel::sampling

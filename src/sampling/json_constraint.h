@@ -1,0 +1,48 @@
+// JsonConstraint — keeps one request's output a JSON object (OpenAI's
+// `response_format: {"type": "json_object"}`): before each draw, every token whose bytes
+// could not continue a JSON object text (sampling/json_prefix.h) is masked, and the
+// end-of-generation tokens are allowed only once the object is closed — and then they are
+// the only ones, so generation ends there.
+//
+// Contract:
+//  - TokenBytes is built once per vocabulary and shared (immutable): bytes[t] is what
+//    token t adds to the output text (tokens that add nothing are never allowed: they
+//    could repeat forever), end[t] marks end-of-generation tokens.
+//  - mask(logits) sets -inf on disallowed tokens of a row [n_vocab] and leaves the rest;
+//    it depends only on the tokens accept()ed so far, so the same request gives the same
+//    mask however it is batched. accept(t) must get every generated token, in order
+//    (never the prompt's).
+//  - Cost: one pass over the vocabulary per token, probing each allowed-so-far token's
+//    bytes on a copy of the parser state (opt-in requests only).
+//  - Not thread-safe; owned by its request (the engine thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sampling/json_prefix.h"
+
+namespace keel::sampling {
+
+struct TokenBytes {
+  std::vector<std::string> bytes;  // [n_vocab]
+  std::vector<uint8_t> end;        // [n_vocab]: 1 = end of generation
+};
+
+class JsonConstraint {
+ public:
+  explicit JsonConstraint(std::shared_ptr<const TokenBytes> vocab);
+
+  void mask(std::span<float> logits) const;
+  void accept(int32_t token);
+  bool complete() const { return state_.complete(); }
+
+ private:
+  std::shared_ptr<const TokenBytes> vocab_;
+  JsonPrefix state_;
+};
+
+}  // namespace keel::sampling
