@@ -1,5 +1,7 @@
 #include "server/engine_service.h"
 
+#include <chrono>
+
 namespace keel::server {
 namespace {
 
@@ -20,7 +22,9 @@ std::string special_text(const tokenizer::Tokenizer& tok, tokenizer::TokenId id)
 
 }  // namespace
 
-EngineService::EngineService(EngineServiceParts parts) : parts_(std::move(parts)) {}
+EngineService::EngineService(EngineServiceParts parts)
+    : parts_(std::move(parts)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
 EngineService::~EngineService() = default;
 
@@ -31,6 +35,7 @@ ModelInfo EngineService::model_info() const {
   info.n_ctx = parts_.engine->options().n_ctx;
   info.n_parallel = parts_.engine->options().n_parallel;
   info.chat_template = chat::family_name(parts_.chat_family);
+  info.created = created_;
   return info;
 }
 

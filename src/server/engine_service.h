@@ -48,6 +48,7 @@ class EngineService : public InferenceService {
 
  private:
   EngineServiceParts parts_;
+  int64_t created_;  // unix seconds at construction (the model is loaded by then)
 };
 
 }  // namespace keel::server

@@ -8,7 +8,7 @@ namespace {
 json model_json(const ModelInfo& info) {
   return {{"id", info.id},
           {"object", "model"},
-          {"created", 0},
+          {"created", info.created},
           {"owned_by", "keel"},
           {"meta",
            {{"n_ctx", info.n_ctx}, {"n_vocab", info.n_vocab}, {"n_parallel", info.n_parallel},

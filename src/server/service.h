@@ -31,6 +31,7 @@ struct ModelInfo {
   int32_t n_ctx = 0;       // per-request context (prompt + completion)
   int32_t n_parallel = 1;  // slots
   std::string chat_template;  // the renderer in use (for /slots and /v1/models)
+  int64_t created = 0;        // unix seconds the model was loaded (/v1/models "created")
 };
 
 struct SlotInfo {

@@ -98,6 +98,9 @@ await runCases([
     assert.equal(models[0].id, 'stories260K');
     const m = await api.models.retrieve('stories260K');
     assert.equal(m.id, 'stories260K');
+    // created: when the model was loaded (unix seconds), as OpenAI's is a timestamp.
+    const now = Date.now() / 1000;
+    assert.ok(m.created > now - 3600 && m.created <= now + 1, `created ${m.created}`);
   }],
   ['n > 1 is a clear 400', async () => {
     await assert.rejects(api.completions.create({ model: 'x', prompt: PROMPT, n: 2 }),
