@@ -214,11 +214,7 @@ void Engine::Impl::admit(QueuedRequest job) {
   slot.state = Slot::State::kPrefilling;
   try {
     fault_point("engine.admit");
-    // A request that reports logprobs needs the sampler to compute the chosen token's,
-    // also when it asks for no alternatives (top_logprobs 0).
-    sampling::SamplingParams params = slot.request.sampling;
-    params.logprobs = params.logprobs || slot.request.logprobs;
-    slot.sampler = std::make_unique<sampling::Sampler>(params);
+    slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
     slot.sampler->accept(slot.tokens);
     if (slot.request.json_object) slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes());
     slot.decoder = backend->make_decoder();

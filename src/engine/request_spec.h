@@ -22,10 +22,9 @@ namespace keel::engine {
 
 struct Request {
   std::vector<int32_t> prompt;        // token ids; non-empty, shorter than the context
-  sampling::SamplingParams sampling;  // includes seed and top_logprobs
+  sampling::SamplingParams sampling;  // includes seed, logprobs and top_logprobs (what each token reports)
   int32_t max_tokens = -1;            // completion tokens; -1 = until stop / context end
   std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
-  bool logprobs = false;              // report each token's logprob (+ top_logprobs alternatives)
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool json_object = false;           // output constrained to one JSON object (sampling/json_constraint.h)
   std::optional<std::chrono::steady_clock::time_point> deadline;

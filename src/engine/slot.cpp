@@ -14,7 +14,7 @@ std::optional<FinishReason> Slot::accept_token(const sampling::SampleResult& sam
   if (!request.ignore_eos && backend.is_end_of_generation(token)) return FinishReason::kStop;
 
   pending.tokens.push_back(token);
-  if (request.logprobs) {
+  if (request.sampling.reports_logprobs()) {
     TokenLogprob lp;
     lp.token = token;
     lp.text = backend.token_piece(token);

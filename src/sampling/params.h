@@ -40,6 +40,8 @@ struct SamplingParams {
   bool logprobs = false;       // report the chosen token's logprob (a pass over the vocabulary)
   int32_t top_logprobs = 0;    // how many alternatives to report per token; >= 0; > 0 implies logprobs
 
+  bool reports_logprobs() const { return logprobs || top_logprobs > 0; }
+
   void validate() const;
 };
 

@@ -24,7 +24,7 @@ SampleResult Sampler::sample(std::span<const float> logits, const JsonConstraint
                    .presence_penalty = params_.presence_penalty,
                    .frequency_penalty = params_.frequency_penalty});
   if (constraint) constraint->mask(work_);
-  const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
+  const bool want_logprobs = params_.reports_logprobs();
   SampleResult result;
   if (params_.temperature == 0.0f && params_.typical_p >= 1.0f && !want_logprobs) {
     // top-k, top-p and min-p always keep the argmax, so greedy needs no candidate set.

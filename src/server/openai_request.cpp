@@ -282,9 +282,9 @@ CompletionRequest parse_chat_request(const json& body, const RequestLimits& limi
   req.messages = parse_messages(body);
   parse_common(body, limits, &req);
   const JsonFields f(body);
-  req.generation.logprobs = f.boolean("logprobs").value_or(false);
+  req.generation.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, 20)) {
-    if (!req.generation.logprobs) {
+    if (!req.generation.sampling.logprobs) {
       throw bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
     }
     req.generation.sampling.top_logprobs = static_cast<int32_t>(*top);
@@ -298,7 +298,7 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
   parse_prompt(body, limits, &req);
   parse_common(body, limits, &req);
   if (auto n = JsonFields(body).integer("logprobs", 0, 5)) {
-    req.generation.logprobs = true;
+    req.generation.sampling.logprobs = true;
     req.generation.sampling.top_logprobs = static_cast<int32_t>(*n);
   }
   return req;

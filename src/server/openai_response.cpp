@@ -35,7 +35,7 @@ std::string make_response_id(Endpoint endpoint) {
 ResponseBuilder::ResponseBuilder(const CompletionRequest& request, std::string id,
                                  int64_t created, std::string model, PieceLookup piece)
     : endpoint_(request.endpoint),
-      logprobs_(request.generation.logprobs),
+      logprobs_(request.generation.sampling.reports_logprobs()),
       include_usage_(request.stream && request.include_usage),
       id_(std::move(id)),
       created_(created),

@@ -193,7 +193,7 @@ TEST(EngineStop, StopStringAcrossTokensIsNeverEmitted) {
 TEST(EngineLogprobs, ReportedPerToken) {
   Rig rig(EngineOptions{});
   Request req = make_request({1, 2, 3}, 6, 5, 0.7f);
-  req.logprobs = true;
+  req.sampling.logprobs = true;
   req.sampling.top_logprobs = 3;
   RequestHandle h = rig.engine->submit(req);
   Outcome out = collect(h);
@@ -211,7 +211,7 @@ TEST(EngineLogprobs, ReportedPerToken) {
 TEST(EngineLogprobs, ChosenTokenLogprobWithoutAlternatives) {
   Rig rig(EngineOptions{});
   Request with_top = make_request({1, 2, 3}, 6, 5, 0.7f);
-  with_top.logprobs = true;
+  with_top.sampling.logprobs = true;
   with_top.sampling.top_logprobs = 3;
   Request without = with_top;
   without.sampling.top_logprobs = 0;

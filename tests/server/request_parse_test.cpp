@@ -167,7 +167,7 @@ TEST(RequestParse, ChatFieldsMapToTheEngineRequest) {
   EXPECT_EQ(s.frequency_penalty, -0.5f);
   ASSERT_EQ(s.logit_bias.size(), 2u);
   EXPECT_EQ(s.top_logprobs, 3);
-  EXPECT_TRUE(r.generation.logprobs);
+  EXPECT_TRUE(r.generation.sampling.logprobs);
   EXPECT_EQ(r.generation.max_tokens, 12);  // max_completion_tokens wins
   EXPECT_EQ(r.generation.stop, std::vector<std::string>{"END"});
   EXPECT_TRUE(r.stream);
@@ -191,7 +191,7 @@ TEST(RequestParse, CompletionPromptForms) {
   EXPECT_EQ(completion(R"({"prompt": [[4, 5.0]]})").prompt_tokens, (std::vector<int32_t>{4, 5}));
   const auto r = completion(R"({"prompt": "x", "logprobs": 2, "echo": false, "best_of": 1})");
   EXPECT_EQ(r.generation.max_tokens, 16);  // OpenAI's default for completions
-  EXPECT_TRUE(r.generation.logprobs);
+  EXPECT_TRUE(r.generation.sampling.logprobs);
   EXPECT_EQ(r.generation.sampling.top_logprobs, 2);
 }
 

@@ -15,7 +15,7 @@ CompletionRequest request(Endpoint e, bool stream = false, bool usage = false, b
   r.endpoint = e;
   r.stream = stream;
   r.include_usage = usage;
-  r.generation.logprobs = logprobs;
+  r.generation.sampling.logprobs = logprobs;
   return r;
 }
 
