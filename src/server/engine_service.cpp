@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "server/openai_response.h"
+
 namespace keel::server {
 namespace {
 
@@ -24,7 +26,7 @@ std::string special_text(const tokenizer::Tokenizer& tok, tokenizer::TokenId id)
 
 EngineService::EngineService(EngineServiceParts parts)
     : parts_(std::move(parts)),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+      created_(unix_now()) {}
 
 EngineService::~EngineService() = default;
 

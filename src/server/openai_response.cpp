@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <chrono>
 #include <random>
 
 namespace keel::server {
@@ -22,6 +23,10 @@ json usage_json(const engine::Usage& usage) {
           {"completion_tokens", usage.completion_tokens},
           {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string make_response_id(Endpoint endpoint) {

@@ -64,6 +64,9 @@ class ResponseBuilder {
   size_t stream_offset_ = 0;  // bytes of text streamed so far (legacy text_offset)
 };
 
+// Unix seconds now: the "created" of responses and of /v1/models.
+int64_t unix_now();
+
 // A fresh response id with the endpoint's prefix (random, 24 hex digits).
 std::string make_response_id(Endpoint endpoint);
 

@@ -70,10 +70,6 @@ uint64_t fresh_seed() {
   return rng();
 }
 
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
