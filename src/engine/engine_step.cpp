@@ -189,14 +189,13 @@ void Engine::Impl::count_finish(FinishReason reason) {
 
 std::shared_ptr<const sampling::TokenBytes> Engine::Impl::json_token_bytes() {
   if (!token_bytes) {
-    auto t = std::make_shared<sampling::TokenBytes>();
-    t->bytes.resize(static_cast<size_t>(n_vocab));
-    t->end.resize(static_cast<size_t>(n_vocab));
+    std::vector<std::string> bytes(static_cast<size_t>(n_vocab));
+    std::vector<uint8_t> end(static_cast<size_t>(n_vocab));
     for (int32_t id = 0; id < n_vocab; ++id) {
-      t->bytes[static_cast<size_t>(id)] = backend->token_piece(id);
-      t->end[static_cast<size_t>(id)] = backend->is_end_of_generation(id) ? 1 : 0;
+      bytes[static_cast<size_t>(id)] = backend->token_piece(id);
+      end[static_cast<size_t>(id)] = backend->is_end_of_generation(id) ? 1 : 0;
     }
-    token_bytes = std::move(t);
+    token_bytes = std::make_shared<const sampling::TokenBytes>(std::move(bytes), std::move(end));
   }
   return token_bytes;
 }

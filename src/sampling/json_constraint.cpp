@@ -7,10 +7,25 @@
 
 namespace keel::sampling {
 
-JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab) : vocab_(std::move(vocab)) {
-  if (!vocab_ || vocab_->bytes.size() != vocab_->end.size()) {
-    throw Error(ErrorCode::kInvalidArgument, "json constraint: token table missing or inconsistent");
+TokenBytes::TokenBytes(std::vector<std::string> b, std::vector<uint8_t> e) : bytes(std::move(b)), end(std::move(e)) {
+  if (bytes.size() != end.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "json constraint: " + std::to_string(bytes.size()) + " token pieces but " +
+                                                 std::to_string(end.size()) + " end flags");
   }
+  // Without a '"' a token cannot leave the string, so what it does there does not depend on
+  // whose string it is: probe it once, here, from any plain string state.
+  JsonPrefix in_string;
+  in_string.feed("{\"");
+  string_safe.resize(bytes.size());
+  for (size_t t = 0; t < bytes.size(); ++t) {
+    JsonPrefix p = in_string;
+    string_safe[t] = !end[t] && !bytes[t].empty() && bytes[t].find('"') == std::string::npos && p.feed(bytes[t]) &&
+                     p.in_plain_string();
+  }
+}
+
+JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab) : vocab_(std::move(vocab)) {
+  if (!vocab_) throw Error(ErrorCode::kInvalidArgument, "json constraint: no token table");
 }
 
 void JsonConstraint::mask(std::span<float> logits) const {
@@ -19,11 +34,13 @@ void JsonConstraint::mask(std::span<float> logits) const {
     throw Error(ErrorCode::kInvalidArgument, "json constraint: logits row of " + std::to_string(logits.size()) +
                                                  " for a vocabulary of " + std::to_string(vocab_->bytes.size()));
   }
-  const bool done = state_.complete();
+  const bool done = state_.complete(), in_string = state_.in_plain_string();
   for (size_t t = 0; t < logits.size(); ++t) {
     if (logits[t] == kMasked) continue;
     bool allowed;
-    if (vocab_->end[t]) {
+    if (in_string && vocab_->string_safe[t]) {
+      allowed = true;
+    } else if (vocab_->end[t]) {
       allowed = done;
     } else if (done || vocab_->bytes[t].empty()) {
       allowed = false;

@@ -7,13 +7,15 @@
 // Contract:
 //  - TokenBytes is built once per vocabulary and shared (immutable): bytes[t] is what
 //    token t adds to the output text (tokens that add nothing are never allowed: they
-//    could repeat forever), end[t] marks end-of-generation tokens.
+//    could repeat forever), end[t] marks end-of-generation tokens; string_safe[t] (derived)
+//    marks tokens that are plain string content, valid wherever a string may go on.
 //  - mask(logits) sets -inf on disallowed tokens of a row [n_vocab] and leaves the rest;
 //    it depends only on the tokens accept()ed so far, so the same request gives the same
 //    mask however it is batched. accept(t) must get every generated token, in order
 //    (never the prompt's).
 //  - Cost: one pass over the vocabulary per token, probing each allowed-so-far token's
-//    bytes on a copy of the parser state (opt-in requests only).
+//    bytes on a copy of the parser state — except, inside a string (where JSON answers
+//    spend most tokens), the string-safe ones, allowed without a probe.
 //  - Not thread-safe; owned by its request (the engine thread).
 #pragma once
 
@@ -28,8 +30,11 @@
 namespace keel::sampling {
 
 struct TokenBytes {
-  std::vector<std::string> bytes;  // [n_vocab]
-  std::vector<uint8_t> end;        // [n_vocab]: 1 = end of generation
+  TokenBytes(std::vector<std::string> bytes, std::vector<uint8_t> end);  // throws if sizes differ
+
+  std::vector<std::string> bytes;   // [n_vocab]
+  std::vector<uint8_t> end;         // [n_vocab]: 1 = end of generation
+  std::vector<uint8_t> string_safe; // [n_vocab]: no '"', and a plain string stays one after it
 };
 
 class JsonConstraint {

@@ -38,6 +38,9 @@ class JsonPrefix {
   bool feed(std::string_view bytes);
   bool feed_byte(uint8_t c);
   bool complete() const { return mode_ == Mode::kDone; }
+  // Inside a string, between characters (not in an escape or a UTF-8 sequence): where any
+  // run of plain string bytes may follow, whatever the string belongs to.
+  bool in_plain_string() const { return mode_ == Mode::kString && utf8_left_ == 0; }
 
  private:
   enum class Mode : uint8_t {

@@ -153,16 +153,18 @@ TEST(JsonPrefix, AgreesWithTheParserOnRandomTexts) {
 
 // A toy vocabulary: single characters (enough to finish any prefix, as a real vocabulary's
 // byte pieces do), some multi-character pieces, an empty control token and an end token.
-std::shared_ptr<TokenBytes> toy_vocab() {
-  auto v = std::make_shared<TokenBytes>();
+std::shared_ptr<const TokenBytes> toy_vocab() {
+  std::vector<std::string> bytes;
+  std::vector<uint8_t> end;
   for (const char* p : {"{", "}", "[", "]", ":", ",", "\"", "a", "b", " ", "1", "0", ".", "-", "e", "true", "null",
-                        "\":", "\"}", "},", "{\"", "\\", "n", "\n", "x", "u", "l", "r", "t", "f", "s", "E", "+", ""}) {
-    v->bytes.emplace_back(p);
-    v->end.push_back(0);
+                        "\":", "\"}", "},", "{\"", "\\", "n", "\n", "x", "u", "l", "r", "t", "f", "s", "E", "+", "",
+                        "\\n", "\xC3\xA9", "\xC3", "\xA9"}) {
+    bytes.emplace_back(p);
+    end.push_back(0);
   }
-  v->bytes.emplace_back("");
-  v->end.push_back(1);  // the end-of-generation token
-  return v;
+  bytes.emplace_back("");
+  end.push_back(1);  // the end-of-generation token
+  return std::make_shared<const TokenBytes>(std::move(bytes), std::move(end));
 }
 
 int32_t id_of(const TokenBytes& v, const std::string& piece) {
@@ -190,7 +192,11 @@ TEST(JsonConstraint, MasksWhatCannotContinueAndEndsOnlyWhenClosed) {
   // Inside a key: anything but a raw newline, and no '"}' (a key needs its ':').
   EXPECT_EQ(allowed(c), (std::vector<std::string>{"{", "}", "[", "]", ":", ",", "\"", "a", "b", " ", "1", "0", ".", "-",
                                                  "e", "true", "null", "\":", "},", "{\"", "\\", "n", "x", "u", "l",
-                                                 "r", "t", "f", "s", "E", "+"}));
+                                                 "r", "t", "f", "s", "E", "+", "\\n", "\xC3\xA9", "\xC3"}));
+  // Between the bytes of a character only its continuation may come.
+  c.accept(id_of(*v, "\xC3"));
+  EXPECT_EQ(allowed(c), (std::vector<std::string>{"\xA9"}));
+  c.accept(id_of(*v, "\xA9"));
   c.accept(id_of(*v, "\":"));
   c.accept(id_of(*v, "1"));
   c.accept(id_of(*v, "}"));
@@ -200,6 +206,50 @@ TEST(JsonConstraint, MasksWhatCannotContinueAndEndsOnlyWhenClosed) {
   std::vector<float> wrong(3, 0.0f);
   EXPECT_THROW(c.mask(wrong), Error);
   EXPECT_THROW(c.accept(999), Error);
+}
+
+// The string-safe shortcut changes nothing: along random walks the mask equals probing
+// every token's bytes on a copy of the state the test keeps itself.
+TEST(JsonConstraint, MaskEqualsProbingEveryToken) {
+  auto v = toy_vocab();
+  EXPECT_TRUE(v->string_safe[static_cast<size_t>(id_of(*v, "a"))]);
+  EXPECT_TRUE(v->string_safe[static_cast<size_t>(id_of(*v, "\\n"))]);
+  EXPECT_TRUE(v->string_safe[static_cast<size_t>(id_of(*v, "\xC3\xA9"))]);
+  EXPECT_FALSE(v->string_safe[static_cast<size_t>(id_of(*v, "\xC3"))]);    // leaves a character open
+  EXPECT_FALSE(v->string_safe[static_cast<size_t>(id_of(*v, "\"}"))]);    // leaves the string
+  EXPECT_FALSE(v->string_safe[static_cast<size_t>(id_of(*v, "\\"))]);    // leaves an escape open
+  EXPECT_FALSE(v->string_safe[static_cast<size_t>(id_of(*v, "\n"))]);     // raw control character
+  std::mt19937 rng(23);
+  int checked = 0;
+  for (int walk = 0; walk < 200; ++walk) {
+    JsonConstraint c(v);
+    JsonPrefix mine;
+    for (int step = 0; step < 60; ++step) {
+      std::vector<float> logits(v->bytes.size(), 0.0f);
+      c.mask(logits);
+      std::vector<int32_t> allowed;
+      for (size_t t = 0; t < v->bytes.size(); ++t) {
+        bool want;
+        if (v->end[t]) {
+          want = mine.complete();
+        } else if (mine.complete() || v->bytes[t].empty()) {
+          want = false;
+        } else {
+          JsonPrefix probe = mine;
+          want = probe.feed(v->bytes[t]);
+        }
+        ASSERT_EQ(!std::isinf(logits[t]), want) << "walk " << walk << " step " << step << " token [" << v->bytes[t] << "]";
+        if (want) allowed.push_back(static_cast<int32_t>(t));
+        ++checked;
+      }
+      ASSERT_FALSE(allowed.empty());
+      const int32_t t = allowed[rng() % allowed.size()];
+      if (v->end[static_cast<size_t>(t)]) break;
+      c.accept(t);
+      ASSERT_TRUE(mine.feed(v->bytes[static_cast<size_t>(t)]));
+    }
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 // Sampling with random logits under the constraint: every run ends with the end token in
