@@ -1,5 +1,6 @@
 #include "sampling/json_constraint.h"
 
+#include <array>
 #include <limits>
 #include <string>
 
@@ -35,6 +36,21 @@ void JsonConstraint::mask(std::span<float> logits) const {
                                                  " for a vocabulary of " + std::to_string(vocab_->bytes.size()));
   }
   const bool done = state_.complete(), in_string = state_.in_plain_string();
+  // Which bytes may come next, and after a space (most word pieces start with one): most
+  // tokens fail on their first or second byte, and those need no probe.
+  std::array<bool, 256> first_ok, after_space_ok;
+  JsonPrefix after_space = state_;
+  const bool space_ok = after_space.feed_byte(' ');
+  for (int b = 0; b < 256; ++b) {
+    JsonPrefix probe = state_;
+    first_ok[static_cast<size_t>(b)] = probe.feed_byte(static_cast<uint8_t>(b));
+    probe = after_space;
+    after_space_ok[static_cast<size_t>(b)] = space_ok && probe.feed_byte(static_cast<uint8_t>(b));
+  }
+  const auto cannot_start = [&](const std::string& s) {
+    const auto b0 = static_cast<uint8_t>(s[0]);
+    return !first_ok[b0] || (b0 == ' ' && s.size() > 1 && !after_space_ok[static_cast<uint8_t>(s[1])]);
+  };
   for (size_t t = 0; t < logits.size(); ++t) {
     if (logits[t] == kMasked) continue;
     bool allowed;
@@ -42,7 +58,7 @@ void JsonConstraint::mask(std::span<float> logits) const {
       allowed = true;
     } else if (vocab_->end[t]) {
       allowed = done;
-    } else if (done || vocab_->bytes[t].empty()) {
+    } else if (done || vocab_->bytes[t].empty() || cannot_start(vocab_->bytes[t])) {
       allowed = false;
     } else {
       JsonPrefix probe = state_;

@@ -14,8 +14,8 @@
 //    mask however it is batched. accept(t) must get every generated token, in order
 //    (never the prompt's).
 //  - Cost: one pass over the vocabulary per token, probing each allowed-so-far token's
-//    bytes on a copy of the parser state — except, inside a string (where JSON answers
-//    spend most tokens), the string-safe ones, allowed without a probe.
+//    bytes on a copy of the parser state — except tokens whose first byte cannot come next
+//    and, inside a string (where JSON answers spend most tokens), the string-safe ones.
 //  - Not thread-safe; owned by its request (the engine thread).
 #pragma once
 

@@ -158,7 +158,7 @@ std::shared_ptr<const TokenBytes> toy_vocab() {
   std::vector<uint8_t> end;
   for (const char* p : {"{", "}", "[", "]", ":", ",", "\"", "a", "b", " ", "1", "0", ".", "-", "e", "true", "null",
                         "\":", "\"}", "},", "{\"", "\\", "n", "\n", "x", "u", "l", "r", "t", "f", "s", "E", "+", "",
-                        "\\n", "\xC3\xA9", "\xC3", "\xA9"}) {
+                        "\\n", "\xC3\xA9", "\xC3", "\xA9", " a", " {", " \"", " 1", "  "}) {
     bytes.emplace_back(p);
     end.push_back(0);
   }
@@ -186,13 +186,14 @@ TEST(JsonConstraint, MasksWhatCannotContinueAndEndsOnlyWhenClosed) {
     }
     return out;
   };
-  EXPECT_EQ(allowed(c), (std::vector<std::string>{"{", " ", "{\"", "\n"}));
+  EXPECT_EQ(allowed(c), (std::vector<std::string>{"{", " ", "{\"", "\n", " {", "  "}));
   c.accept(id_of(*v, "{\""));
   c.accept(id_of(*v, "a"));
   // Inside a key: anything but a raw newline, and no '"}' (a key needs its ':').
   EXPECT_EQ(allowed(c), (std::vector<std::string>{"{", "}", "[", "]", ":", ",", "\"", "a", "b", " ", "1", "0", ".", "-",
                                                  "e", "true", "null", "\":", "},", "{\"", "\\", "n", "x", "u", "l",
-                                                 "r", "t", "f", "s", "E", "+", "\\n", "\xC3\xA9", "\xC3"}));
+                                                 "r", "t", "f", "s", "E", "+", "\\n", "\xC3\xA9", "\xC3", " a", " {",
+                                                 " \"", " 1", "  "}));
   // Between the bytes of a character only its continuation may come.
   c.accept(id_of(*v, "\xC3"));
   EXPECT_EQ(allowed(c), (std::vector<std::string>{"\xA9"}));
