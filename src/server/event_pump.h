@@ -12,13 +12,20 @@
 //    false means the write failed (client gone): the source is cancelled and the pump
 //    returns kWriteFailed at once; it never waits for the engine's Finish then.
 //  - on_event returns whether something was written (kWrote) — an empty delta writes
-//    nothing and so does not reset the heartbeat timer — or kFailed.
+//    nothing and so does not reset the heartbeat timer — or kFailed, or kEnd: the
+//    response is complete without waiting for the rest (an error already written): the
+//    sources not finished are cancelled and the pump returns kFinished.
+//  - pump_choices() does the same for the n sources of an n-choice request: on_event gets
+//    the source's index, and the pump returns once every source has finished (or at a
+//    failed write / kEnd, cancelling those that have not).
 //  - Runs on the calling (HTTP) thread; the callbacks run there too.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "engine/request.h"
 
@@ -31,7 +38,7 @@ class EventSource {
   virtual void cancel() = 0;
 };
 
-enum class WriteResult { kWrote, kNothing, kFailed };
+enum class WriteResult { kWrote, kNothing, kFailed, kEnd };
 enum class PumpResult { kFinished, kWriteFailed };
 
 struct PumpOptions {
@@ -46,5 +53,8 @@ struct PumpStats {
 PumpResult pump_events(EventSource& source, const PumpOptions& options,
                        const std::function<WriteResult(const engine::Event&)>& on_event,
                        const std::function<bool()>& on_idle, PumpStats* stats = nullptr);
+PumpResult pump_choices(std::span<EventSource* const> sources, const PumpOptions& options,
+                        const std::function<WriteResult(size_t, const engine::Event&)>& on_event,
+                        const std::function<bool()>& on_idle, PumpStats* stats = nullptr);
 
 }  // namespace keel::server

@@ -92,9 +92,6 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const JsonFields& f,
 }
 
 void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
-  if (const auto n = f.integer("n", 1, 128); n && *n != 1) {
-    throw unsupported("n", "only n=1 is supported, got n=" + std::to_string(*n));
-  }
   if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
     throw unsupported("tools", "'tools' (function calling) is not supported");
   }
@@ -114,6 +111,7 @@ void parse_common(const json& body, const RequestLimits& limits, CompletionReque
   reject_unsupported(f, req->endpoint);
   req->model = f.string("model").value_or("");
   req->user = f.string("user").value_or("");
+  if (const auto n = f.integer("n", 1, limits.max_choices)) req->n = static_cast<int32_t>(*n);
 
   auto& gen = req->generation;
   if (const json* rf = f.object("response_format")) {

@@ -6,8 +6,8 @@
 //    ApiError 400 naming the offending parameter. Nothing about the model is looked up
 //    here except the vocabulary size (token ids, logit_bias keys).
 //  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
-//    out of range are errors, and so are features keel does not implement yet (n > 1,
-//    several prompts, tools, echo, suffix, non-text content) — never silently dropped.
+//    out of range are errors, and so are features keel does not implement yet (several
+//    prompts, tools, echo, suffix, non-text content, json_schema) — never silently dropped.
 //  - Extensions beyond OpenAI's schema: top_k, min_p, repeat_penalty, ignore_eos.
 //  - The generation part is an engine::Request without its prompt: the caller renders /
 //    tokenizes the prompt and fills it in.
@@ -44,12 +44,14 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
+  int32_t n = 1;               // choices: n requests of the same prompt (seeds seed, seed + 1, ...)
 };
 
 struct RequestLimits {
   int32_t n_vocab = 0;  // token ids and logit_bias keys must be in [0, n_vocab)
   int32_t max_stop = 16;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  int32_t max_choices = 16;  // n
 };
 
 CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits);

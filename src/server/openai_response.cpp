@@ -38,14 +38,15 @@ std::string make_response_id(Endpoint endpoint) {
 }
 
 ResponseBuilder::ResponseBuilder(const CompletionRequest& request, std::string id,
-                                 int64_t created, std::string model, PieceLookup piece)
+                                 int64_t created, std::string model, PieceLookup piece, int index)
     : endpoint_(request.endpoint),
       logprobs_(request.generation.sampling.reports_logprobs()),
       include_usage_(request.stream && request.include_usage),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
-      piece_(std::move(piece)) {}
+      piece_(std::move(piece)),
+      index_(index) {}
 
 json ResponseBuilder::envelope(const char* object) const {
   return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_},
@@ -92,7 +93,7 @@ json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& log
 json ResponseBuilder::full(const std::string& text,
                            const std::vector<engine::TokenLogprob>& logprobs,
                            engine::FinishReason reason, const engine::Usage& usage) const {
-  json choice = {{"index", 0}, {"logprobs", logprobs_json(logprobs, 0)},
+  json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0)},
                  {"finish_reason", openai_finish_reason(reason)}};
   json out;
   if (endpoint_ == Endpoint::kChat) {
@@ -116,7 +117,7 @@ json ResponseBuilder::choice(json body) const {
 
 std::vector<json> ResponseBuilder::start_chunks() const {
   if (endpoint_ != Endpoint::kChat) return {};
-  return {choice({{"index", 0},
+  return {choice({{"index", index_},
                   {"delta", {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}},
                   {"logprobs", nullptr},
                   {"finish_reason", nullptr}})};
@@ -127,19 +128,19 @@ json ResponseBuilder::delta_chunk(const std::string& text,
   json lp = logprobs_json(logprobs, stream_offset_);
   stream_offset_ += text.size();
   if (endpoint_ == Endpoint::kChat) {
-    return choice({{"index", 0}, {"delta", {{"content", text}}}, {"logprobs", std::move(lp)},
+    return choice({{"index", index_}, {"delta", {{"content", text}}}, {"logprobs", std::move(lp)},
                    {"finish_reason", nullptr}});
   }
-  return choice({{"text", text}, {"index", 0}, {"logprobs", std::move(lp)},
+  return choice({{"text", text}, {"index", index_}, {"logprobs", std::move(lp)},
                  {"finish_reason", nullptr}});
 }
 
 json ResponseBuilder::finish_chunk(engine::FinishReason reason) const {
   if (endpoint_ == Endpoint::kChat) {
-    return choice({{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr},
+    return choice({{"index", index_}, {"delta", json::object()}, {"logprobs", nullptr},
                    {"finish_reason", openai_finish_reason(reason)}});
   }
-  return choice({{"text", ""}, {"index", 0}, {"logprobs", nullptr},
+  return choice({{"text", ""}, {"index", index_}, {"logprobs", nullptr},
                  {"finish_reason", openai_finish_reason(reason)}});
 }
 

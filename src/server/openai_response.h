@@ -33,8 +33,10 @@ json usage_json(const engine::Usage& usage);
 
 class ResponseBuilder {
  public:
+  // `index`: the choice this builder writes (0 .. n-1; a request of n choices has n
+  // builders sharing id and created).
   ResponseBuilder(const CompletionRequest& request, std::string id, int64_t created,
-                  std::string model, PieceLookup piece);
+                  std::string model, PieceLookup piece, int index = 0);
 
   const std::string& id() const { return id_; }
 
@@ -61,6 +63,7 @@ class ResponseBuilder {
   int64_t created_;
   std::string model_;
   PieceLookup piece_;
+  int index_;
   size_t stream_offset_ = 0;  // bytes of text streamed so far (legacy text_offset)
 };
 

@@ -1,6 +1,7 @@
 // POST /v1/chat/completions and POST /v1/completions: validate and tokenize on this HTTP
 // thread, submit, then either stream SSE chunks or wait for the whole response. Waiting is
 // always pump_events() — a poll with heartbeats, never a cancelling timeout.
+#include <algorithm>
 #include <random>
 
 #include "core/log.h"
@@ -34,16 +35,39 @@ class Admission {
   HttpServer::State& s_;
 };
 
-// One submitted request: what its response writer needs, kept alive by the writer.
+// One choice of a request: its response builder (index i) and its engine request.
 // Member order matters: the registry entry is released before the source is destroyed.
-struct Call {
-  Call(HttpServer::State& s, ResponseBuilder b, bool usage) : admission(s), builder(std::move(b)), include_usage(usage) {}
-  Admission admission;
+struct Choice {
+  explicit Choice(ResponseBuilder b) : builder(std::move(b)) {}
   ResponseBuilder builder;
-  bool include_usage;
   std::unique_ptr<EventSource> source;
   InflightRegistry::Entry entry;
 };
+
+// One submitted request (n choices, each its own engine request and slot): what its
+// response writer needs, kept alive by the writer.
+struct Call {
+  Call(HttpServer::State& s, bool usage) : state(s), include_usage(usage) {}
+  // Counts one more engine request against --parallel + --queue (throws 429 when full).
+  void admit() { admissions.push_back(std::make_unique<Admission>(state)); }
+  std::vector<EventSource*> sources() const {
+    std::vector<EventSource*> out;
+    for (const auto& c : choices) out.push_back(c->source.get());
+    return out;
+  }
+  HttpServer::State& state;
+  std::vector<std::unique_ptr<Admission>> admissions;
+  bool include_usage;
+  std::vector<std::unique_ptr<Choice>> choices;
+};
+
+// The usage of an n-choice response: the prompt once (as OpenAI counts it), the
+// completions summed.
+engine::Usage total_usage(const std::vector<engine::Usage>& per_choice) {
+  engine::Usage u = per_choice.front();
+  for (size_t i = 1; i < per_choice.size(); ++i) u.completion_tokens += per_choice[i].completion_tokens;
+  return u;
+}
 
 bool normal_finish(FinishReason r) { return r == FinishReason::kStop || r == FinishReason::kLength; }
 
@@ -80,34 +104,46 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
     struct Ended { HttpServer::State& s; ~Ended() { s.counters.stream_ended(); } } ended{s};
     auto write = [&sink](std::string_view text) { return sink.write(text.data(), text.size()); };
     bool ok = true;
-    for (const json& chunk : call->builder.start_chunks()) ok = ok && write(sse_data(chunk));
+    for (const auto& c : call->choices) {
+      for (const json& chunk : c->builder.start_chunks()) ok = ok && write(sse_data(chunk));
+    }
     PumpStats stats;
-    auto on_event = [&](const Event& ev) -> WriteResult {
+    std::vector<engine::Usage> usage;
+    auto on_event = [&](size_t i, const Event& ev) -> WriteResult {
+      ResponseBuilder& builder = call->choices[i]->builder;
       std::string out;
-      if (!ev.text.empty() || !ev.logprobs.empty()) out = sse_data(call->builder.delta_chunk(ev.text, ev.logprobs));
+      if (!ev.text.empty() || !ev.logprobs.empty()) out = sse_data(builder.delta_chunk(ev.text, ev.logprobs));
+      bool end = false;
       if (ev.kind == Event::Kind::kFinish) {
         if (normal_finish(ev.reason)) {
-          out += sse_data(call->builder.finish_chunk(ev.reason));
-          if (call->include_usage) out += sse_data(call->builder.usage_chunk(ev.usage));
-          out += kSseDone;
+          out += sse_data(builder.finish_chunk(ev.reason));
+          usage.push_back(ev.usage);
+          if (usage.size() == call->choices.size()) {
+            if (call->include_usage) out += sse_data(builder.usage_chunk(total_usage(usage)));
+            out += kSseDone;
+          }
         } else {
-          // Headers are gone already: the error travels as an event OpenAI clients raise.
+          // Headers are gone already: the error travels as an event OpenAI clients raise,
+          // and ends the response (the other choices are cancelled).
           out += sse_data(finish_error(ev, s.options).to_json());
+          end = true;
         }
       }
       if (out.empty()) return WriteResult::kNothing;
-      return write(out) ? WriteResult::kWrote : WriteResult::kFailed;
+      if (!write(out)) return WriteResult::kFailed;
+      return end ? WriteResult::kEnd : WriteResult::kWrote;
     };
     auto on_idle = [&] { return write(kSseHeartbeat); };
+    const std::vector<EventSource*> sources = call->sources();
     if (ok) {
-      ok = pump_events(*call->source, pump_options(s.options), on_event, on_idle, &stats) == PumpResult::kFinished;
+      ok = pump_choices(sources, pump_options(s.options), on_event, on_idle, &stats) == PumpResult::kFinished;
     } else {
-      call->source->cancel();
+      for (EventSource* src : sources) src->cancel();
     }
     s.counters.add_heartbeats(stats.heartbeats);
     if (!ok) {
       s.counters.count_disconnect();
-      log_info("server: client gone during stream " + call->builder.id() + "; request cancelled");
+      log_info("server: client gone during stream " + call->choices.front()->builder.id() + "; request cancelled");
       return false;
     }
     sink.done();
@@ -115,38 +151,56 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
   });
 }
 
-// The whole response of a non-streamed request; collect() calls `on_idle` every heartbeat.
+// The whole response of a non-streamed request, per choice; collect() calls `on_idle`
+// every heartbeat.
 struct Collected {
   std::string text;
   std::vector<engine::TokenLogprob> logprobs;
   std::optional<Event> finish;
 };
 
-PumpResult collect(HttpServer::State& s, Call& call, Collected* out, const std::function<bool()>& on_idle) {
+PumpResult collect(HttpServer::State& s, Call& call, std::vector<Collected>* out, const std::function<bool()>& on_idle) {
   PumpStats stats;
-  auto on_event = [&](const Event& ev) {
-    out->text += ev.text;
-    out->logprobs.insert(out->logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
-    if (ev.kind == Event::Kind::kFinish) out->finish = ev;
-    return WriteResult::kNothing;
+  out->assign(call.choices.size(), Collected{});
+  auto on_event = [&](size_t i, const Event& ev) {
+    Collected& c = (*out)[i];
+    c.text += ev.text;
+    c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    if (ev.kind != Event::Kind::kFinish) return WriteResult::kNothing;
+    c.finish = ev;
+    // One choice failing fails the response: no need to wait for the others.
+    return normal_finish(ev.reason) ? WriteResult::kNothing : WriteResult::kEnd;
   };
-  const PumpResult r = pump_events(*call.source, pump_options(s.options), on_event, on_idle, &stats);
+  const PumpResult r = pump_choices(call.sources(), pump_options(s.options), on_event, on_idle, &stats);
   s.counters.add_heartbeats(stats.heartbeats);
   return r;
 }
 
-json whole_response(HttpServer::State& s, Call& call, const Collected& c, int* status) {
-  if (c.finish && normal_finish(c.finish->reason)) {
-    *status = 200;
-    return call.builder.full(c.text, c.logprobs, c.finish->reason, c.finish->usage);
+json whole_response(HttpServer::State& s, Call& call, const std::vector<Collected>& cs, int* status) {
+  // The choice that failed speaks for the response (the others were cancelled after it).
+  const auto failed = std::find_if(cs.begin(), cs.end(), [](const Collected& c) {
+    return c.finish && !normal_finish(c.finish->reason);
+  });
+  const bool unfinished = std::any_of(cs.begin(), cs.end(), [](const Collected& c) { return !c.finish; });
+  if (failed != cs.end() || unfinished) {
+    const ApiError err = failed != cs.end() ? finish_error(*failed->finish, s.options)
+                                            : internal_error("request ended without a finish");
+    *status = err.status();
+    return err.to_json();
   }
-  const ApiError err = c.finish ? finish_error(*c.finish, s.options) : internal_error("request ended without a finish");
-  *status = err.status();
-  return err.to_json();
+  std::vector<engine::Usage> usage;
+  for (const Collected& c : cs) usage.push_back(c.finish->usage);
+  json out = call.choices[0]->builder.full(cs[0].text, cs[0].logprobs, cs[0].finish->reason, total_usage(usage));
+  for (size_t i = 1; i < cs.size(); ++i) {
+    const json one = call.choices[i]->builder.full(cs[i].text, cs[i].logprobs, cs[i].finish->reason, usage[i]);
+    out["choices"].push_back(one["choices"][0]);
+  }
+  *status = 200;
+  return out;
 }
 
 void respond_whole(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Response& res) {
-  Collected c;
+  std::vector<Collected> c;
   collect(s, *call, &c, [] { return true; });
   int status = 200;
   json body = whole_response(s, *call, c, &status);
@@ -159,7 +213,7 @@ void respond_whole(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Re
 void respond_whole_padded(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Response& res) {
   // "; charset=utf-8" keeps httplib from gzip-buffering the padding.
   res.set_chunked_content_provider("application/json; charset=utf-8", [&s, call](size_t, httplib::DataSink& sink) {
-    Collected c;
+    std::vector<Collected> c;
     auto on_idle = [&sink] { return sink.write(" ", 1); };
     if (collect(s, *call, &c, on_idle) != PumpResult::kFinished) {
       s.counters.count_disconnect();
@@ -183,9 +237,14 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
     limits.n_vocab = info.n_vocab;
     CompletionRequest request = endpoint == Endpoint::kChat ? parse_chat_request(body, limits)
                                                             : parse_completion_request(body, limits);
-    ResponseBuilder builder(request, make_response_id(endpoint), unix_now(), info.id,
-                            [service](int32_t t) { return service->token_piece(t); });
-    auto call = std::make_shared<Call>(s, std::move(builder), request.include_usage);
+    auto call = std::make_shared<Call>(s, request.include_usage);
+    const std::string id = make_response_id(endpoint);
+    const int64_t created = unix_now();
+    for (int i = 0; i < request.n; ++i) {
+      call->admit();
+      call->choices.push_back(std::make_unique<Choice>(ResponseBuilder(
+          request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); }, i)));
+    }
 
     engine::Request gen = request.generation;
     gen.prompt = service->prompt_tokens(request);
@@ -195,13 +254,20 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
                             std::to_string(info.n_ctx) + " (--ctx), so at most " + std::to_string(info.n_ctx - 1) +
                             " prompt tokens fit", "context_length_exceeded");
     }
-    if (!request.seed_given) gen.sampling.seed = fresh_seed();
     if (s.options.request_timeout_seconds > 0) {
       gen.deadline = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(s.options.request_timeout_seconds * 1000.0));
     }
-    call->source = service->submit(std::move(gen));
-    call->entry = s.inflight.add(call->source.get());
+    // Choice i samples with seed + i (a given seed reproduces every choice); the engine's
+    // prefix cache shares the prompt between them once one has computed it.
+    const uint64_t seed = request.seed_given ? gen.sampling.seed : fresh_seed();
+    for (size_t i = 0; i < call->choices.size(); ++i) {
+      engine::Request one = gen;
+      one.sampling.seed = seed + i;
+      Choice& c = *call->choices[i];
+      c.source = service->submit(std::move(one));
+      c.entry = s.inflight.add(c.source.get());
+    }
 
     if (request.stream) {
       stream_sse(s, std::move(call), res);

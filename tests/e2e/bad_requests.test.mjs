@@ -17,7 +17,7 @@ const corpus = [
   ['/v1/chat/completions', '{"messages":[]}', 400, 'invalid_value'],
   ['/v1/chat/completions', `{${msgs},"temperature":"warm"}`, 400, 'invalid_type'],
   ['/v1/chat/completions', `{${msgs},"max_tokens":-1}`, 400, 'invalid_value'],
-  ['/v1/chat/completions', `{${msgs},"n":4}`, 400, 'unsupported'],
+  ['/v1/chat/completions', `{${msgs},"n":17}`, 400, 'invalid_value'],
   ['/v1/chat/completions', `{${msgs},"logit_bias":{"99999":1}}`, 400, 'invalid_value'],
   ['/v1/chat/completions', `{${msgs},"stream_options":{"include_usage":true}}`, 400, 'invalid_value'],
   ['/v1/chat/completions', `{"messages":${'['.repeat(5000)}${']'.repeat(5000)}}`, 400, 'invalid_json'],

@@ -102,9 +102,37 @@ await runCases([
     const now = Date.now() / 1000;
     assert.ok(m.created > now - 3600 && m.created <= now + 1, `created ${m.created}`);
   }],
-  ['n > 1 is a clear 400', async () => {
-    await assert.rejects(api.completions.create({ model: 'x', prompt: PROMPT, n: 2 }),
-      (e) => e instanceof OpenAI.BadRequestError && e.param === 'n' && /only n=1/.test(e.message));
+  ['n choices: each is the single request with seed + i, streamed or not; usage counts the prompt once', async () => {
+    const base = { model: 'x', prompt: PROMPT, max_tokens: 12, temperature: 0.9, seed: 77 };
+    const whole = await api.completions.create({ ...base, n: 3 });
+    assert.equal(whole.choices.length, 3);
+    const solo = [];
+    for (let i = 0; i < 3; ++i) {
+      assert.equal(whole.choices[i].index, i);
+      solo.push((await api.completions.create({ ...base, seed: 77 + i })).choices[0].text);
+      assert.equal(whole.choices[i].text, solo[i]);
+    }
+    assert.ok(new Set(solo).size > 1, 'the seeds give different texts');
+    assert.equal(whole.usage.completion_tokens, 36);
+    const one = await api.completions.create(base);
+    assert.equal(whole.usage.prompt_tokens, one.usage.prompt_tokens);
+    // Streamed chat: chunks of the choices interleave, each tagged with its index.
+    const chat = { model: 'x', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10, temperature: 0.9, seed: 5 };
+    const texts = ['', ''];
+    const finishes = [null, null];
+    let usage = null;
+    for await (const chunk of await api.chat.completions.create({ ...chat, n: 2, stream: true,
+      stream_options: { include_usage: true } })) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices) {
+        texts[c.index] += c.delta.content ?? '';
+        if (c.finish_reason) finishes[c.index] = c.finish_reason;
+      }
+    }
+    const chatWhole = await api.chat.completions.create({ ...chat, n: 2 });
+    assert.deepEqual(texts, chatWhole.choices.map((c) => c.message.content));
+    assert.deepEqual(finishes, ['length', 'length']);
+    assert.equal(usage.completion_tokens, 20);
   }],
   ['graceful stop exits 0', async () => {
     const { code } = await server.stop('SIGTERM');

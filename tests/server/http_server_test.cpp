@@ -197,6 +197,36 @@ TEST_F(HttpServerTest, EngineErrorIs500OrAnSseErrorEvent) {
   EXPECT_EQ(h->status, 200);
 }
 
+// n choices: one failing fails the response (500, or an SSE error event) and the others
+// are cancelled, not left running.
+TEST_F(HttpServerTest, OneFailedChoiceFailsTheResponseAndCancelsTheOthers) {
+  start();
+  for (bool stream : {false, true}) {
+    std::vector<std::shared_ptr<ScriptedSource>> sources;
+    service_->on_submit = [&sources](engine::Request) {
+      sources.push_back(std::make_shared<ScriptedSource>());
+      if (sources.size() == 2) sources.back()->push(ScriptedSource::finish(FinishReason::kError, {}, "choice two broke"));
+      return std::make_unique<SharedSource>(sources.back());
+    };
+    const std::string body = std::string(R"({"messages":[{"role":"user","content":"hi"}],"n":3)") +
+                              (stream ? R"(,"stream":true})" : "}");
+    if (!stream) {
+      int status = 0;
+      const json j = post_json("/v1/chat/completions", body, &status);
+      EXPECT_EQ(status, 500);
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("choice two broke"), std::string::npos);
+    } else {
+      RawConnection conn(port_);
+      ASSERT_TRUE(conn.send(test::post_request("/v1/chat/completions", body)));
+      const std::string& got = conn.read_until("choice two broke");
+      EXPECT_NE(got.find("data: {\"error\":"), std::string::npos) << got;
+      EXPECT_EQ(got.find("[DONE]"), std::string::npos);
+    }
+    ASSERT_EQ(sources.size(), 3u);
+    EXPECT_TRUE(eventually([&] { return sources[0]->cancelled() && sources[2]->cancelled(); }));
+  }
+}
+
 TEST_F(HttpServerTest, BadRequestsGetTheirStatusAndTheServerStaysUp) {
   ServerOptions o;
   o.max_body_bytes = 4096;
@@ -209,7 +239,7 @@ TEST_F(HttpServerTest, BadRequestsGetTheirStatusAndTheServerStaysUp) {
   const std::vector<Case> cases = {
       {"/v1/chat/completions", "{not json", 400, "invalid_json"},
       {"/v1/chat/completions", "{\"messages\":\"\xC3\x28\"}", 400, "invalid_utf8"},
-      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":3})", 400, "unsupported"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":99})", 400, "invalid_value"},
       {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"temperature":9})", 400, "invalid_value"},
       {"/v1/completions", R"({"prompt":[1,2,99999]})", 400, "invalid_value"},
       {"/v1/completions", R"({"prompt":")" + std::string(300, 'a') + R"("})", 400, "context_length_exceeded"},

@@ -78,7 +78,7 @@ std::vector<BadCase> bad_cases() {
       {C, "{" + kMsgs + R"(, "logprobs": 1})", "logprobs", "must be a boolean"},
       {C, "{" + kMsgs + R"(, "top_logprobs": 3})", "top_logprobs", "requires 'logprobs'"},
       {C, "{" + kMsgs + R"(, "logprobs": true, "top_logprobs": 21})", "top_logprobs", "[0, 20]"},
-      {C, "{" + kMsgs + R"(, "n": 2})", "n", "only n=1"},
+      {C, "{" + kMsgs + R"(, "n": 17})", "n", "integer in [1, 16]"},
       {C, "{" + kMsgs + R"(, "n": 0})", "n", "integer in [1,"},
       {C, "{" + kMsgs + R"(, "stream": "yes"})", "stream", "must be a boolean"},
       {C, "{" + kMsgs + R"(, "stream_options": {"include_usage": true}})", "stream_options", "only allowed when"},
@@ -108,7 +108,7 @@ std::vector<BadCase> bad_cases() {
       {P, R"({"prompt": "x", "echo": true})", "echo", "not supported"},
       {P, R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
       {P, R"({"prompt": "x", "best_of": 3})", "best_of", "best_of=1"},
-      {P, R"({"prompt": "x", "n": 3})", "n", "only n=1"},
+      {P, R"({"prompt": "x", "n": 1.5})", "n", "integer"},
   };
 }
 
