@@ -1,6 +1,7 @@
 // POST /v1/chat/completions and POST /v1/completions: validate and tokenize on this HTTP
 // thread, submit, then either stream SSE chunks or wait for the whole response. Waiting is
-// always pump_events() — a poll with heartbeats, never a cancelling timeout.
+// always pump_choices() (event_pump.h) over the request's n choices — a poll with
+// heartbeats, never a cancelling timeout.
 #include <algorithm>
 #include <random>
 
