@@ -1,5 +1,5 @@
-// Chat messages as the chat templates see them: a role and a content string (plus the
-// tool name a tool result belongs to, which harmony's format names).
+// Chat messages as the chat templates see them: a role and a content string, plus the
+// calls an assistant turn made and the call (and function name) a tool result answers.
 //
 // Contract:
 //  - parse_role() accepts exactly "system", "user", "assistant", "tool", "developer"
@@ -9,15 +9,30 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace keel::chat {
 
 enum class Role { kSystem, kUser, kAssistant, kTool, kDeveloper };
 
+// A function call the assistant made (chat/tools.h): arguments are JSON text.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct Message {
+  Message() = default;
+  Message(Role r, std::string text, std::string function_name = "")
+      : role(r), content(std::move(text)), name(std::move(function_name)) {}
+
   Role role = Role::kUser;
   std::string content;
-  std::string name;  // tool messages: the function whose result this is (may be empty)
+  std::string name;                 // tool messages: the function whose result this is (may be empty)
+  std::vector<ToolCall> tool_calls;  // assistant messages: the calls it made
+  std::string tool_call_id;         // tool messages: the call this answers (may be empty)
 };
 
 Role parse_role(std::string_view role);

@@ -17,25 +17,28 @@ struct MistralStyle {
   const char* tool_close;
   const char* system_open;
   const char* system_close;
+  const char* tools_open;       // [AVAILABLE_TOOLS], before the last user turn (nullptr: none)
 };
 
 MistralStyle style_of(ChatFamily family) {
   switch (family) {
     case ChatFamily::kMistralV3:
       return {"[INST] ", "[/INST]", " ", true, false, SystemPlacement::kLastUser,
-              "[TOOL_RESULTS] ", "[/TOOL_RESULTS]", nullptr, nullptr};
+              "[TOOL_RESULTS] ", "[/TOOL_RESULTS]", nullptr, nullptr, "[AVAILABLE_TOOLS] "};
     case ChatFamily::kMistralV3Tekken:
       return {"[INST]", "[/INST]", "", false, false, SystemPlacement::kLastUser,
-              "[TOOL_RESULTS]", "[/TOOL_RESULTS]", nullptr, nullptr};
+              "[TOOL_RESULTS]", "[/TOOL_RESULTS]", nullptr, nullptr, "[AVAILABLE_TOOLS]"};
     case ChatFamily::kMistralV7:
       return {"[INST] ", "[/INST]", " ", false, true, SystemPlacement::kFirstUser,
-              "[TOOL_RESULTS] ", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT] ", "[/SYSTEM_PROMPT]"};
+              "[TOOL_RESULTS] ", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT] ", "[/SYSTEM_PROMPT]",
+              "[AVAILABLE_TOOLS] "};
     case ChatFamily::kMistralV7Tekken:
       return {"[INST]", "[/INST]", "", false, true, SystemPlacement::kFirstUser,
-              "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"};
+              "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+              "[AVAILABLE_TOOLS]"};
     default:  // v1
       return {" [INST] ", " [/INST]", " ", false, false, SystemPlacement::kFirstUser,
-              nullptr, nullptr, nullptr, nullptr};
+              nullptr, nullptr, nullptr, nullptr, nullptr};
   }
 }
 
@@ -50,8 +53,17 @@ std::string render_mistral(ChatFamily family, std::span<const Message> messages,
   } else {
     conv = fold_system(messages, style.placement);
   }
+  // Mistral's templates announce the functions just before the last user turn.
+  int last_user = -1;
+  for (int i = 0; i < static_cast<int>(conv.turns.size()); ++i) {
+    if (conv.turns[i].role == Role::kUser) last_user = i;
+  }
+  const bool announce_tools = !options.tools.empty() && style.tools_open != nullptr;
   std::string out = options.bos_token;
   for (int i = 0; i < static_cast<int>(conv.turns.size()); ++i) {
+    if (announce_tools && i == last_user) {
+      out += style.tools_open + mistral_tools_block(options.tools) + "[/AVAILABLE_TOOLS]";
+    }
     const Message& m = conv.turns[i];
     if (is_instruction(m.role)) {  // only reached with style.system_role
       out += style.system_open + m.content + style.system_close;

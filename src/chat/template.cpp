@@ -1,5 +1,6 @@
 #include "chat/template.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "chat/renderers.h"
@@ -91,6 +92,13 @@ TemplateChoice choose_template(std::string_view name_override, std::string_view 
 std::string render_chat(ChatFamily family, std::span<const Message> messages, const RenderOptions& options) {
   if (messages.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "chat: the conversation has no messages");
+  }
+  std::vector<Message> with_tools;
+  const bool has_calls =
+      std::any_of(messages.begin(), messages.end(), [](const Message& m) { return !m.tool_calls.empty(); });
+  if (!options.tools.empty() || has_calls) {
+    with_tools = apply_tools(tool_syntax(family), messages, options.tools);
+    messages = with_tools;
   }
   switch (family) {
     case ChatFamily::kLlama2: return detail::render_llama2(messages, options);

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "chat/message.h"
+#include "chat/tools.h"
 
 namespace keel::chat {
 
@@ -99,6 +100,7 @@ struct RenderOptions {
   std::string bos_token;
   std::string eos_token;
   HarmonyOptions harmony;
+  std::vector<ToolSpec> tools;  // functions the model may call (chat/tools.h); empty: none
 };
 
 std::string render_chat(ChatFamily family, std::span<const Message> messages,

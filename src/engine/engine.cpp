@@ -62,6 +62,9 @@ RequestHandle Engine::submit(Request request) {
   for (const std::string& s : request.stop) {
     if (s.empty()) throw invalid("stop strings must not be empty");
   }
+  if (!request.json_preludes.empty() && !request.json_object) {
+    throw invalid("json_preludes need json_object: a prelude leads into the JSON object");
+  }
   request.sampling.validate();
   for (const auto& [token, bias] : request.sampling.logit_bias) {
     if (token < 0 || token >= impl_->n_vocab) {

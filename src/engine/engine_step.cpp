@@ -215,7 +215,9 @@ void Engine::Impl::admit(QueuedRequest job) {
     fault_point("engine.admit");
     slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
     slot.sampler->accept(slot.tokens);
-    if (slot.request.json_object) slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes());
+    if (slot.request.json_object) {
+      slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes(), slot.request.json_preludes);
+    }
     slot.decoder = backend->make_decoder();
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
     // Last: once open() returns, the slot owns a sequence that end_slot() releases.

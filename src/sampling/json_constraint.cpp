@@ -25,8 +25,55 @@ TokenBytes::TokenBytes(std::vector<std::string> b, std::vector<uint8_t> e) : byt
   }
 }
 
-JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab) : vocab_(std::move(vocab)) {
+JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab, std::vector<std::string> preludes)
+    : vocab_(std::move(vocab)), preludes_(std::move(preludes)), in_prelude_(!preludes_.empty()) {
   if (!vocab_) throw Error(ErrorCode::kInvalidArgument, "json constraint: no token table");
+  for (size_t i = 0; i < preludes_.size(); ++i) {
+    if (preludes_[i].empty()) throw Error(ErrorCode::kInvalidArgument, "json constraint: empty prelude");
+    for (size_t j = 0; j < preludes_.size(); ++j) {
+      if (i != j && preludes_[j].starts_with(preludes_[i])) {
+        throw Error(ErrorCode::kInvalidArgument, "json constraint: prelude '" + preludes_[i] +
+                                                     "' is a prefix of '" + preludes_[j] + "'");
+      }
+    }
+  }
+}
+
+bool JsonConstraint::feed_prelude(std::string* typed, std::string_view bytes, size_t* rest) const {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    typed->push_back(bytes[i]);
+    bool prefix = false;
+    for (const std::string& p : preludes_) {
+      if (!p.starts_with(*typed)) continue;
+      if (p.size() == typed->size()) {
+        *rest = i + 1;
+        return true;
+      }
+      prefix = true;
+    }
+    if (!prefix) return false;
+  }
+  *rest = std::string_view::npos;
+  return true;
+}
+
+void JsonConstraint::mask_prelude(std::span<float> logits) const {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  for (size_t t = 0; t < logits.size(); ++t) {
+    if (logits[t] == kMasked) continue;
+    const std::string& bytes = vocab_->bytes[t];
+    bool allowed = false;
+    if (!vocab_->end[t] && !bytes.empty()) {
+      std::string typed = typed_;
+      size_t rest = 0;
+      allowed = feed_prelude(&typed, bytes, &rest);
+      if (allowed && rest != std::string_view::npos && rest < bytes.size()) {
+        JsonPrefix probe = state_;
+        allowed = probe.feed(std::string_view(bytes).substr(rest));
+      }
+    }
+    if (!allowed) logits[t] = kMasked;
+  }
 }
 
 void JsonConstraint::mask(std::span<float> logits) const {
@@ -35,6 +82,7 @@ void JsonConstraint::mask(std::span<float> logits) const {
     throw Error(ErrorCode::kInvalidArgument, "json constraint: logits row of " + std::to_string(logits.size()) +
                                                  " for a vocabulary of " + std::to_string(vocab_->bytes.size()));
   }
+  if (in_prelude_) return mask_prelude(logits);
   const bool done = state_.complete(), in_string = state_.in_plain_string();
   // Which bytes may come next, and after a space (most word pieces start with one): most
   // tokens fail on their first or second byte, and those need no probe.
@@ -75,7 +123,21 @@ void JsonConstraint::accept(int32_t token) {
   if (vocab_->end[static_cast<size_t>(token)]) return;
   // A token mask() did not allow (ignore_eos, a caller's own pick) leaves the text invalid;
   // nothing can repair it, and mask() then allows only what the broken state takes.
-  state_.feed(vocab_->bytes[static_cast<size_t>(token)]);
+  std::string_view bytes = vocab_->bytes[static_cast<size_t>(token)];
+  if (in_prelude_) {
+    size_t rest = 0;
+    if (!feed_prelude(&typed_, bytes, &rest)) {
+      // Off every prelude (a token mask() did not allow): nothing continues it.
+      preludes_.clear();
+      in_prelude_ = false;
+      state_.feed("}");
+      return;
+    }
+    if (rest == std::string_view::npos) return;
+    in_prelude_ = false;
+    bytes = bytes.substr(rest);
+  }
+  state_.feed(bytes);
 }
 
 }  // namespace keel::sampling

@@ -16,6 +16,10 @@
 //  - Cost: one pass over the vocabulary per token, probing each allowed-so-far token's
 //    bytes on a copy of the parser state — except tokens whose first byte cannot come next
 //    and, inside a string (where JSON answers spend most tokens), the string-safe ones.
+//  - Optional prelude: when `preludes` is non-empty, the output must first be exactly one
+//    of those strings (they must be prefix-free, e.g. `get_weather", "arguments": `),
+//    then the object — how a required function call picks its name. While in the prelude
+//    every token is probed (preludes are short, so this lasts a few tokens).
 //  - Not thread-safe; owned by its request (the engine thread).
 #pragma once
 
@@ -39,14 +43,25 @@ struct TokenBytes {
 
 class JsonConstraint {
  public:
-  explicit JsonConstraint(std::shared_ptr<const TokenBytes> vocab);
+  // Throws kInvalidArgument for a null table, or preludes that are empty strings or not
+  // prefix-free.
+  explicit JsonConstraint(std::shared_ptr<const TokenBytes> vocab, std::vector<std::string> preludes = {});
 
   void mask(std::span<float> logits) const;
   void accept(int32_t token);
-  bool complete() const { return state_.complete(); }
+  bool complete() const { return !in_prelude_ && state_.complete(); }
 
  private:
+  // Feeds `bytes` into the prelude typed so far; returns false if no prelude continues
+  // with them, else sets *rest to the offset where the object's bytes begin (npos: still
+  // in the prelude).
+  bool feed_prelude(std::string* typed, std::string_view bytes, size_t* rest) const;
+  void mask_prelude(std::span<float> logits) const;
+
   std::shared_ptr<const TokenBytes> vocab_;
+  std::vector<std::string> preludes_;
+  bool in_prelude_ = false;
+  std::string typed_;  // prelude bytes so far
   JsonPrefix state_;
 };
 

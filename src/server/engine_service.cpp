@@ -37,6 +37,7 @@ ModelInfo EngineService::model_info() const {
   info.n_ctx = parts_.engine->options().n_ctx;
   info.n_parallel = parts_.engine->options().n_parallel;
   info.chat_template = chat::family_name(parts_.chat_family);
+  info.tool_syntax = chat::tool_syntax(parts_.chat_family);
   info.created = created_;
   return info;
 }
@@ -49,12 +50,19 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
   }
   std::vector<chat::Message> messages;
   messages.reserve(request.messages.size());
-  for (const ChatMessage& m : request.messages) messages.push_back({chat::parse_role(m.role), m.content, ""});
+  for (const ChatMessage& m : request.messages) {
+    chat::Message msg(chat::parse_role(m.role), m.content, m.name);
+    msg.tool_calls = m.tool_calls;
+    msg.tool_call_id = m.tool_call_id;
+    messages.push_back(std::move(msg));
+  }
   chat::RenderOptions options;
+  // tool_choice "none": the model is not shown the functions (history still renders).
+  if (request.tool_choice != ToolChoice::kNone) options.tools = request.tools;
   options.add_generation_prompt = true;
   if (tok.add_bos_default()) options.bos_token = special_text(tok, tok.special_ids().bos);
   options.eos_token = special_text(tok, tok.special_ids().eos);
-  const std::string text = chat::render_chat(parts_.chat_family, messages, options);
+  const std::string text = chat::render_chat(parts_.chat_family, messages, options) + request.assistant_prefix;
   tokenizer::EncodeOptions encode;
   // Families whose format starts with BOS wrote it; the others (ChatML) get the
   // vocabulary's default, so BOS is never doubled nor lost.

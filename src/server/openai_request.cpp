@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -92,11 +94,13 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const JsonFields& f,
 }
 
 void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
-  if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
-    throw unsupported("tools", "'tools' (function calling) is not supported");
+  if (f.get("functions") || f.get("function_call")) {
+    throw unsupported("functions", "the legacy 'functions' / 'function_call' are not supported; use 'tools'");
   }
-  if (f.get("functions")) throw unsupported("functions", "'functions' is not supported");
   if (endpoint == Endpoint::kCompletion) {
+    if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
+      throw unsupported("tools", "'tools' are a chat completions feature (/v1/chat/completions)");
+    }
     if (f.boolean("echo").value_or(false)) throw unsupported("echo", "'echo' is not supported");
     if (f.string("suffix")) throw unsupported("suffix", "'suffix' is not supported");
     if (const auto b = f.integer("best_of", 1, 128); b && *b != 1) {
@@ -203,6 +207,144 @@ std::string message_content(const json& message, size_t index, const std::string
   return text;
 }
 
+bool valid_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// obj[key] as a string, or a 400 naming param.key.
+std::string string_field(const json& obj, const char* key, const std::string& param, bool required) {
+  auto it = obj.find(key);
+  const std::string where = param + "." + key;
+  if (it == obj.end() || it->is_null()) {
+    if (required) throw bad_request(where, "'" + where + "' is required", "missing_required_parameter");
+    return "";
+  }
+  if (!it->is_string()) throw bad_request(where, "'" + where + "' must be a string, got " + describe(*it), "invalid_type");
+  return it->get<std::string>();
+}
+
+const json& object_field(const json& obj, const char* key, const std::string& param) {
+  auto it = obj.find(key);
+  const std::string where = param + "." + key;
+  if (it == obj.end() || !it->is_object()) {
+    throw bad_request(where, "'" + where + "' must be an object" +
+                                 (it == obj.end() ? std::string() : ", got " + describe(*it)), "invalid_type");
+  }
+  return *it;
+}
+
+void check_function_type(const json& obj, const std::string& param) {
+  auto type = obj.find("type");
+  if (type != obj.end() && !type->is_null() && *type != "function") {
+    throw bad_request(param + ".type", "'" + param + ".type' must be \"function\", got " + describe(*type));
+  }
+}
+
+std::vector<chat::ToolCall> parse_message_tool_calls(const json& message, const std::string& param) {
+  auto it = message.find("tool_calls");
+  if (it == message.end() || it->is_null()) return {};
+  const std::string where = param + ".tool_calls";
+  if (!it->is_array()) throw bad_request(where, "'" + where + "' must be an array, got " + describe(*it), "invalid_type");
+  std::vector<chat::ToolCall> calls;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& c = (*it)[i];
+    const std::string p = where + "[" + std::to_string(i) + "]";
+    if (!c.is_object()) throw bad_request(p, "'" + p + "' must be an object, got " + describe(c), "invalid_type");
+    check_function_type(c, p);
+    const json& fn = object_field(c, "function", p);
+    chat::ToolCall call;
+    call.id = string_field(c, "id", p, false);
+    call.name = string_field(fn, "name", p + ".function", true);
+    // OpenAI sends the arguments as JSON text; an object is taken as it is.
+    auto args = fn.find("arguments");
+    if (args != fn.end() && args->is_object()) {
+      call.arguments = args->dump();
+    } else {
+      call.arguments = string_field(fn, "arguments", p + ".function", false);
+      if (call.arguments.empty()) call.arguments = "{}";
+    }
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
+std::vector<chat::ToolSpec> parse_tools(const json& body) {
+  const json* v = JsonFields(body).get("tools");
+  if (!v) return {};
+  if (!v->is_array()) throw bad_request("tools", "'tools' must be an array, got " + describe(*v), "invalid_type");
+  constexpr size_t kMaxTools = 128;  // OpenAI's limit
+  if (v->size() > kMaxTools) {
+    throw bad_request("tools", "'tools' has " + std::to_string(v->size()) + " functions; at most 128 are allowed");
+  }
+  std::vector<chat::ToolSpec> tools;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& t = (*v)[i];
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) throw bad_request(p, "'" + p + "' must be an object, got " + describe(t), "invalid_type");
+    check_function_type(t, p);
+    const json& fn = object_field(t, "function", p);
+    chat::ToolSpec spec;
+    spec.name = string_field(fn, "name", p + ".function", true);
+    if (!valid_function_name(spec.name)) {
+      throw bad_request(p + ".function.name", "'" + p + ".function.name' must be 1-64 letters, digits, '_' or '-', got " +
+                                                  describe(fn["name"]));
+    }
+    for (const chat::ToolSpec& other : tools) {
+      if (other.name == spec.name) throw bad_request(p + ".function.name", "function '" + spec.name + "' is listed twice");
+    }
+    spec.description = string_field(fn, "description", p + ".function", false);
+    auto params = fn.find("parameters");
+    if (params == fn.end() || params->is_null()) {
+      spec.parameters = R"({"type":"object","properties":{}})";
+    } else if (!params->is_object()) {
+      throw bad_request(p + ".function.parameters", "'" + p + ".function.parameters' must be a JSON Schema object, got " +
+                                                        describe(*params), "invalid_type");
+    } else {
+      spec.parameters = params->dump();
+    }
+    tools.push_back(std::move(spec));
+  }
+  return tools;
+}
+
+void parse_tool_choice(const json& body, CompletionRequest* req) {
+  const JsonFields f(body);
+  f.boolean("parallel_tool_calls");  // accepted (type-checked); a forced call is one call
+  req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  const json* c = f.get("tool_choice");
+  if (!c) return;
+  if (c->is_string()) {
+    if (*c == "none") {
+      req->tool_choice = ToolChoice::kNone;
+    } else if (*c == "auto") {
+      req->tool_choice = ToolChoice::kAuto;
+    } else if (*c == "required") {
+      req->tool_choice = ToolChoice::kRequired;
+    } else {
+      throw bad_request("tool_choice", "'tool_choice' must be none, auto, required or a function, got " + describe(*c));
+    }
+  } else if (c->is_object()) {
+    check_function_type(*c, "tool_choice");
+    req->tool_choice_name = string_field(object_field(*c, "function", "tool_choice"), "name", "tool_choice.function", true);
+    req->tool_choice = ToolChoice::kFunction;
+    const bool listed = std::any_of(req->tools.begin(), req->tools.end(),
+                                    [&](const chat::ToolSpec& t) { return t.name == req->tool_choice_name; });
+    if (!listed) {
+      throw bad_request("tool_choice", "'tool_choice' names function '" + sanitize_utf8(req->tool_choice_name) +
+                                           "', which is not in 'tools'");
+    }
+  } else {
+    throw bad_request("tool_choice", "'tool_choice' must be a string or an object, got " + describe(*c), "invalid_type");
+  }
+  if (req->tool_choice != ToolChoice::kNone && req->tools.empty()) {
+    throw bad_request("tool_choice", "'tool_choice' needs 'tools' to choose from");
+  }
+}
+
 std::vector<ChatMessage> parse_messages(const json& body) {
   const json* v = JsonFields(body).get("messages");
   if (!v) throw bad_request("messages", "'messages' is required", "missing_required_parameter");
@@ -224,7 +366,15 @@ std::vector<ChatMessage> parse_messages(const json& body) {
       throw bad_request(param + ".role", "'" + param + ".role' must be one of system, developer, "
                                          "user, assistant, tool; got " + describe(m["role"]));
     }
-    out.push_back({*role, message_content(m, i, *role)});
+    ChatMessage msg;
+    msg.role = *role;
+    msg.tool_calls = *role == "assistant" ? parse_message_tool_calls(m, param) : std::vector<chat::ToolCall>{};
+    msg.content = message_content(m, i, *role);
+    if (*role == "tool") {
+      msg.tool_call_id = string_field(m, "tool_call_id", param, false);
+      msg.name = string_field(m, "name", param, false);
+    }
+    out.push_back(std::move(msg));
   }
   return out;
 }
@@ -279,6 +429,8 @@ CompletionRequest parse_chat_request(const json& body, const RequestLimits& limi
   req.endpoint = Endpoint::kChat;
   req.messages = parse_messages(body);
   parse_common(body, limits, &req);
+  req.tools = parse_tools(body);
+  parse_tool_choice(body, &req);
   const JsonFields f(body);
   req.generation.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, 20)) {

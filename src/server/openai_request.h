@@ -7,7 +7,12 @@
 //    here except the vocabulary size (token ids, logit_bias keys).
 //  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
 //    out of range are errors, and so are features keel does not implement yet (several
-//    prompts, tools, echo, suffix, non-text content, json_schema) — never silently dropped.
+//    prompts, echo, suffix, non-text content, json_schema, the legacy `functions`) —
+//    never silently dropped.
+//  - Chat `tools` (at most 128 functions; names [A-Za-z0-9_-]{1,64}, unique; parameters an
+//    object), `tool_choice` (naming a listed function) and `parallel_tool_calls` are
+//    validated here; assistant messages may carry `tool_calls` and tool messages
+//    `tool_call_id`. server/tool_calls.h decides what they do.
 //  - Extensions beyond OpenAI's schema: top_k, min_p, repeat_penalty, ignore_eos.
 //  - The generation part is an engine::Request without its prompt: the caller renders /
 //    tokenizes the prompt and fills it in.
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tools.h"
 #include "engine/request_spec.h"
 #include "server/json_io.h"
 
@@ -29,13 +35,23 @@ enum class Endpoint { kChat, kCompletion };
 struct ChatMessage {
   std::string role;     // system | developer | user | assistant | tool
   std::string content;  // text parts joined
+  std::vector<chat::ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;                // tool: the call this result answers
+  std::string name;                        // tool: the function (optional)
 };
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
+enum class ToolChoice { kNone, kAuto, kRequired, kFunction };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;  // as the client named it (echoed back)
 
   std::vector<ChatMessage> messages;          // kChat
+  std::vector<chat::ToolSpec> tools;          // kChat: functions the model may call
+  ToolChoice tool_choice = ToolChoice::kNone; // default: auto with tools, none without
+  std::string tool_choice_name;               // kFunction: the function that must be called
+  std::string assistant_prefix;               // kChat: text the reply is made to start with (a forced call)
   std::optional<std::string> prompt_text;     // kCompletion, text form
   std::vector<int32_t> prompt_tokens;         // kCompletion, token form
 

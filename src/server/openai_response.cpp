@@ -12,6 +12,17 @@ json bytes_json(const std::string& piece) {
   return bytes;
 }
 
+json tool_calls_json(const std::vector<chat::ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", calls[i].id}, {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) c["index"] = i;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* openai_finish_reason(engine::FinishReason reason) {
@@ -92,13 +103,18 @@ json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& log
 
 json ResponseBuilder::full(const std::string& text,
                            const std::vector<engine::TokenLogprob>& logprobs,
-                           engine::FinishReason reason, const engine::Usage& usage) const {
+                           engine::FinishReason reason, const engine::Usage& usage,
+                           const std::vector<chat::ToolCall>& calls) const {
   json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0)},
-                 {"finish_reason", openai_finish_reason(reason)}};
+                 {"finish_reason", calls.empty() ? openai_finish_reason(reason) : "tool_calls"}};
   json out;
   if (endpoint_ == Endpoint::kChat) {
     out = envelope("chat.completion");
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+    if (!calls.empty()) {
+      if (text.empty()) choice["message"]["content"] = nullptr;
+      choice["message"]["tool_calls"] = tool_calls_json(calls, false);
+    }
   } else {
     out = envelope("text_completion");
     choice["text"] = text;
@@ -135,10 +151,15 @@ json ResponseBuilder::delta_chunk(const std::string& text,
                  {"finish_reason", nullptr}});
 }
 
-json ResponseBuilder::finish_chunk(engine::FinishReason reason) const {
+json ResponseBuilder::tool_calls_chunk(const std::vector<chat::ToolCall>& calls) const {
+  return choice({{"index", index_}, {"delta", {{"tool_calls", tool_calls_json(calls, true)}}}, {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+}
+
+json ResponseBuilder::finish_chunk(engine::FinishReason reason, bool tool_calls) const {
   if (endpoint_ == Endpoint::kChat) {
     return choice({{"index", index_}, {"delta", json::object()}, {"logprobs", nullptr},
-                   {"finish_reason", openai_finish_reason(reason)}});
+                   {"finish_reason", tool_calls ? "tool_calls" : openai_finish_reason(reason)}});
   }
   return choice({{"text", ""}, {"index", index_}, {"logprobs", nullptr},
                  {"finish_reason", openai_finish_reason(reason)}});

@@ -5,7 +5,8 @@
 //  - A ResponseBuilder is made per request and fixes its id ("chatcmpl-…" / "cmpl-…"),
 //    "created" and "model", so every chunk of one stream carries the same three.
 //  - Chunk order for a stream: start_chunks() (chat: the assistant-role chunk), one
-//    delta_chunk() per engine delta that has text or logprobs, finish_chunk(reason), then
+//    delta_chunk() per engine delta that has text or logprobs, tool_calls_chunk() when the
+//    reply ended in function calls, finish_chunk(reason), then
 //    usage_chunk() when stream_options.include_usage was set. With include_usage every
 //    other chunk carries "usage": null, as OpenAI's do.
 //  - Token pieces may be incomplete UTF-8: logprob "token" fields are made valid (U+FFFD)
@@ -40,14 +41,19 @@ class ResponseBuilder {
 
   const std::string& id() const { return id_; }
 
-  // Whole (non-streamed) response.
+  // Whole (non-streamed) response. With `calls` (chat), the message carries them as
+  // tool_calls (content null when `text` is empty) and finish_reason is "tool_calls".
   json full(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs,
-            engine::FinishReason reason, const engine::Usage& usage) const;
+            engine::FinishReason reason, const engine::Usage& usage,
+            const std::vector<chat::ToolCall>& calls = {}) const;
 
   std::vector<json> start_chunks() const;
   // Not const: legacy completion logprobs carry running text offsets.
   json delta_chunk(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs);
-  json finish_chunk(engine::FinishReason reason) const;
+  // A chat delta with the calls, each whole (index, id, type, name, arguments).
+  json tool_calls_chunk(const std::vector<chat::ToolCall>& calls) const;
+  // `tool_calls`: the choice ended in calls (finish_reason "tool_calls").
+  json finish_chunk(engine::FinishReason reason, bool tool_calls = false) const;
   json usage_chunk(const engine::Usage& usage) const;
 
  private:

@@ -10,6 +10,7 @@
 #include "server/openai_response.h"
 #include "server/server_state.h"
 #include "server/sse.h"
+#include "server/tool_calls.h"
 
 namespace keel::server {
 namespace {
@@ -39,8 +40,9 @@ class Admission {
 // One choice of a request: its response builder (index i) and its engine request.
 // Member order matters: the registry entry is released before the source is destroyed.
 struct Choice {
-  explicit Choice(ResponseBuilder b) : builder(std::move(b)) {}
+  Choice(ResponseBuilder b, ToolCallPlan plan) : builder(std::move(b)), tools(std::move(plan)) {}
   ResponseBuilder builder;
+  ToolCallReader tools;  // reads function calls out of the reply (inactive without tools)
   std::unique_ptr<EventSource> source;
   InflightRegistry::Entry entry;
 };
@@ -111,13 +113,22 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
     PumpStats stats;
     std::vector<engine::Usage> usage;
     auto on_event = [&](size_t i, const Event& ev) -> WriteResult {
-      ResponseBuilder& builder = call->choices[i]->builder;
+      Choice& choice = *call->choices[i];
+      ResponseBuilder& builder = choice.builder;
       std::string out;
-      if (!ev.text.empty() || !ev.logprobs.empty()) out = sse_data(builder.delta_chunk(ev.text, ev.logprobs));
+      const std::string text = choice.tools.push(ev.text);  // text that may open a call waits
+      if (!text.empty() || !ev.logprobs.empty()) out = sse_data(builder.delta_chunk(text, ev.logprobs));
       bool end = false;
       if (ev.kind == Event::Kind::kFinish) {
         if (normal_finish(ev.reason)) {
-          out += sse_data(builder.finish_chunk(ev.reason));
+          bool calls = false;
+          if (choice.tools.active()) {
+            const chat::ParsedReply reply = choice.tools.finish();
+            if (!reply.content.empty()) out += sse_data(builder.delta_chunk(reply.content, {}));
+            if (!reply.calls.empty()) out += sse_data(builder.tool_calls_chunk(reply.calls));
+            calls = !reply.calls.empty();
+          }
+          out += sse_data(builder.finish_chunk(ev.reason, calls));
           usage.push_back(ev.usage);
           if (usage.size() == call->choices.size()) {
             if (call->include_usage) out += sse_data(builder.usage_chunk(total_usage(usage)));
@@ -191,10 +202,19 @@ json whole_response(HttpServer::State& s, Call& call, const std::vector<Collecte
   }
   std::vector<engine::Usage> usage;
   for (const Collected& c : cs) usage.push_back(c.finish->usage);
-  json out = call.choices[0]->builder.full(cs[0].text, cs[0].logprobs, cs[0].finish->reason, total_usage(usage));
-  for (size_t i = 1; i < cs.size(); ++i) {
-    const json one = call.choices[i]->builder.full(cs[i].text, cs[i].logprobs, cs[i].finish->reason, usage[i]);
-    out["choices"].push_back(one["choices"][0]);
+  json out;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    Choice& choice = *call.choices[i];
+    std::string text = choice.tools.push(cs[i].text);
+    chat::ParsedReply reply = choice.tools.finish();  // inactive: no calls, no content
+    text += reply.content;
+    const json one = choice.builder.full(text, cs[i].logprobs, cs[i].finish->reason,
+                                         i == 0 ? total_usage(usage) : usage[i], reply.calls);
+    if (i == 0) {
+      out = one;
+    } else {
+      out["choices"].push_back(one["choices"][0]);
+    }
   }
   *status = 200;
   return out;
@@ -238,13 +258,15 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
     limits.n_vocab = info.n_vocab;
     CompletionRequest request = endpoint == Endpoint::kChat ? parse_chat_request(body, limits)
                                                             : parse_completion_request(body, limits);
+    const ToolCallPlan tool_plan = plan_tool_calls(&request, info.tool_syntax);
     auto call = std::make_shared<Call>(s, request.include_usage);
     const std::string id = make_response_id(endpoint);
     const int64_t created = unix_now();
     for (int i = 0; i < request.n; ++i) {
       call->admit();
-      call->choices.push_back(std::make_unique<Choice>(ResponseBuilder(
-          request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); }, i)));
+      call->choices.push_back(std::make_unique<Choice>(
+          ResponseBuilder(request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); }, i),
+          tool_plan));
     }
 
     engine::Request gen = request.generation;

@@ -31,6 +31,7 @@ struct ModelInfo {
   int32_t n_ctx = 0;       // per-request context (prompt + completion)
   int32_t n_parallel = 1;  // slots
   std::string chat_template;  // the renderer in use (for /slots and /v1/models)
+  chat::ToolSyntax tool_syntax = chat::ToolSyntax::kHermes;  // how its replies call functions (chat/tools.h)
   int64_t created = 0;        // unix seconds the model was loaded (/v1/models "created")
 };
 
@@ -48,8 +49,9 @@ class InferenceService {
   virtual ModelInfo model_info() const = 0;
 
   // The prompt tokens for a parsed request (chat: template rendered with the generation
-  // prompt, then tokenized with special tokens; completion: text tokenized with BOS, or
-  // the tokens as given).
+  // prompt — and the tools, unless tool_choice is none — then request.assistant_prefix,
+  // tokenized with special tokens; completion: text tokenized with BOS, or the tokens as
+  // given).
   virtual std::vector<int32_t> prompt_tokens(const CompletionRequest& request) const = 0;
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special,
                                         bool parse_special) const = 0;

@@ -4,8 +4,11 @@
 // an object fails that request alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 #include "fake_backend.h"
@@ -24,17 +27,22 @@ Request json_request(uint64_t seed) {
   return r;
 }
 
-TEST(EngineJsonMode, FinishedRunsAreJsonObjectsWhateverTheBatch) {
-  std::vector<Outcome> solo;
-  {
-    EngineOptions o;
-    o.n_parallel = 1;
-    Engine engine(std::make_unique<FakeBackend>(json_pieces()), o);
-    for (uint64_t seed = 1; seed <= 12; ++seed) {
-      RequestHandle h = engine.submit(json_request(seed));
-      solo.push_back(collect(h));
-    }
+// Requests of seeds 1..n, each alone on a one-slot engine.
+template <typename MakeRequest>
+std::vector<Outcome> run_alone(MakeRequest make, uint64_t n) {
+  EngineOptions o;
+  o.n_parallel = 1;
+  Engine engine(std::make_unique<FakeBackend>(json_pieces()), o);
+  std::vector<Outcome> out;
+  for (uint64_t seed = 1; seed <= n; ++seed) {
+    RequestHandle h = engine.submit(make(seed));
+    out.push_back(collect(h));
   }
+  return out;
+}
+
+TEST(EngineJsonMode, FinishedRunsAreJsonObjectsWhateverTheBatch) {
+  const std::vector<Outcome> solo = run_alone(json_request, 12);
   int parsed = 0;
   for (const Outcome& out : solo) {
     ASSERT_NE(out.reason, FinishReason::kError) << out.error;
@@ -59,6 +67,36 @@ TEST(EngineJsonMode, FinishedRunsAreJsonObjectsWhateverTheBatch) {
     EXPECT_EQ(out.text, solo[i].text);
   }
   for (RequestHandle& h : other) EXPECT_NE(collect(h).reason, FinishReason::kError);
+}
+
+// A required function call's shape: one of the preludes (the name's rest), then an object.
+TEST(EngineJsonMode, PreludesLeadIntoTheObjectWhateverTheBatch) {
+  const std::vector<std::string> preludes = {"k\": ", "x\":"};
+  auto request = [&](uint64_t seed) {
+    Request r = json_request(seed);
+    r.json_preludes = preludes;
+    return r;
+  };
+  const std::vector<Outcome> solo = run_alone(request, 10);
+  int parsed = 0;
+  for (const Outcome& out : solo) {
+    ASSERT_NE(out.reason, FinishReason::kError) << out.error;
+    const auto p = std::find_if(preludes.begin(), preludes.end(), [&](const std::string& x) { return out.text.starts_with(x); });
+    ASSERT_NE(p, preludes.end()) << out.text;
+    if (out.reason != FinishReason::kStop) continue;
+    EXPECT_TRUE(nlohmann::json::parse(out.text.substr(p->size())).is_object()) << out.text;
+    ++parsed;
+  }
+  EXPECT_GT(parsed, 2);
+  EngineOptions o;
+  o.n_parallel = 4;
+  Engine engine(std::make_unique<FakeBackend>(json_pieces()), o);
+  Request bad = make_request({1, 5}, 10, 1, 0.9f);
+  bad.json_preludes = preludes;  // without json_object: refused at submit
+  EXPECT_THROW(engine.submit(std::move(bad)), keel::Error);
+  std::vector<RequestHandle> handles;
+  for (uint64_t seed = 1; seed <= 10; ++seed) handles.push_back(engine.submit(request(seed)));
+  for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(collect(handles[i]).tokens, solo[i].tokens) << i;
 }
 
 TEST(EngineJsonMode, AVocabularyWithoutBracesFailsThatRequestAlone) {

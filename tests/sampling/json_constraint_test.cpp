@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <random>
+#include <set>
 #include <regex>
 #include <string>
 #include <vector>
@@ -289,6 +291,71 @@ TEST(JsonConstraint, SampledTextsAlwaysParse) {
     EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << text;
   }
   EXPECT_GT(ended, 150);
+}
+
+// With preludes the text is exactly one prelude, then an object: along random walks the
+// mask equals an oracle that checks every candidate text against each prelude in turn.
+TEST(JsonConstraint, PreludeThenObjectMatchesTheOracle) {
+  auto v = toy_vocab();
+  const std::vector<std::string> preludes = {"ab\": ", "b\":", "aa"};
+  EXPECT_THROW(JsonConstraint(v, {"ab", "abc"}), Error);  // not prefix-free
+  EXPECT_THROW(JsonConstraint(v, {""}), Error);
+  enum class Verdict { kNo, kPrefix, kComplete };
+  const auto judge = [&](const std::string& text) {
+    for (const std::string& p : preludes) {
+      if (text.size() <= p.size()) {
+        if (p.starts_with(text)) return Verdict::kPrefix;
+        continue;
+      }
+      if (!text.starts_with(p)) continue;
+      JsonPrefix j;
+      if (!j.feed(std::string_view(text).substr(p.size()))) return Verdict::kNo;
+      return j.complete() ? Verdict::kComplete : Verdict::kPrefix;
+    }
+    return Verdict::kNo;
+  };
+  std::mt19937 rng(5);
+  int completed = 0;
+  std::set<std::string> chosen;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonConstraint c(v, preludes);
+    std::string text;
+    for (int step = 0; step < 40; ++step) {
+      std::vector<float> logits(v->bytes.size(), 0.0f);
+      c.mask(logits);
+      std::vector<int32_t> allowed;
+      const Verdict now = judge(text);
+      for (size_t t = 0; t < v->bytes.size(); ++t) {
+        bool want;
+        if (v->end[t]) {
+          want = now == Verdict::kComplete;
+        } else if (now == Verdict::kComplete || v->bytes[t].empty()) {
+          want = false;
+        } else {
+          want = judge(text + v->bytes[t]) != Verdict::kNo;
+        }
+        ASSERT_EQ(!std::isinf(logits[t]), want) << "walk " << walk << " text [" << text << "] token [" << v->bytes[t] << "]";
+        if (want) allowed.push_back(static_cast<int32_t>(t));
+      }
+      ASSERT_FALSE(allowed.empty()) << text;
+      // Lean on '}' once inside the object, so walks also finish.
+      int32_t t = allowed[rng() % allowed.size()];
+      const int32_t close = id_of(*v, "}");
+      if (std::find(allowed.begin(), allowed.end(), close) != allowed.end() && rng() % 2) t = close;
+      if (v->end[static_cast<size_t>(t)]) {
+        ++completed;
+        for (const std::string& p : preludes) {
+          if (text.starts_with(p)) chosen.insert(p);
+        }
+        EXPECT_TRUE(c.complete());
+        break;
+      }
+      c.accept(t);
+      text += v->bytes[static_cast<size_t>(t)];
+    }
+  }
+  EXPECT_GT(completed, 50);
+  EXPECT_EQ(chosen.size(), 3u);  // every prelude is reachable
 }
 
 }  // namespace

@@ -86,7 +86,28 @@ std::vector<BadCase> bad_cases() {
       {C, "{" + kMsgs + R"(, "stream": true, "stream_options": {"include_usage": "y"}})", "include_usage", "boolean"},
       {C, "{" + kMsgs + R"(, "model": 5})", "model", "must be a string"},
       {C, "{" + kMsgs + R"(, "user": []})", "user", "must be a string"},
-      {C, "{" + kMsgs + R"(, "tools": [{"type": "function"}]})", "tools", "not supported"},
+      {C, "{" + kMsgs + R"(, "tools": [{"type": "function"}]})", "tools[0].function", "must be an object"},
+      {C, "{" + kMsgs + R"(, "tools": {}})", "tools", "must be an array"},
+      {C, "{" + kMsgs + R"(, "tools": [{"type": "retrieval", "function": {"name": "f"}}]})", "tools[0].type", "function"},
+      {C, "{" + kMsgs + R"(, "tools": [{"type": "function", "function": {"name": "a b"}}]})", "tools[0].function.name",
+       "1-64 letters"},
+      {C, "{" + kMsgs + R"(, "tools": [{"type": "function", "function": {}}]})", "tools[0].function.name", "required"},
+      {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}, {"function": {"name": "f"}}]})",
+       "tools[1].function.name", "listed twice"},
+      {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f", "parameters": []}}]})",
+       "tools[0].function.parameters", "JSON Schema object"},
+      {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "tool_choice": "maybe"})", "tool_choice",
+       "none, auto, required"},
+      {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "tool_choice": {"function": {"name": "g"}}})",
+       "tool_choice", "not in 'tools'"},
+      {C, "{" + kMsgs + R"(, "tool_choice": "required"})", "tool_choice", "needs 'tools'"},
+      {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "parallel_tool_calls": 1})", "parallel_tool_calls",
+       "boolean"},
+      {C, "{" + kMsgs + R"(, "functions": [{"name": "f"}]})", "functions", "use 'tools'"},
+      {C, R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": 3}}]}]})",
+       "messages[0].tool_calls[0].function.name", "must be a string"},
+      {C, R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls", "must be an array"},
+      {P, R"({"prompt": "x", "tools": [{"function": {"name": "f"}}]})", "tools", "chat completions"},
       {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
        "response_format", "not supported"},
       {C, "{" + kMsgs + R"(, "response_format": {"type": "yaml"}})", "response_format", "must be text, json_object"},
@@ -215,6 +236,43 @@ TEST(ApiErrors, KeelErrorsMapToStatuses) {
   EXPECT_EQ(from_error(unavailable("loading", "x")).status(), 503);
   const json j = bad_request("", "whole body").to_json();
   EXPECT_TRUE(j["error"]["param"].is_null());
+}
+
+
+TEST(RequestParse, ToolsToolChoiceAndToolHistory) {
+  const auto r = chat(R"({"messages": [
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": {"tz": "UTC"}}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+      {"role": "tool", "tool_call_id": "call_2", "name": "get_time", "content": [{"type": "text", "text": "noon"}]}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+              {"type": "function", "function": {"name": "get_time"}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_time"}}, "parallel_tool_calls": false})");
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools[0].description, "d");
+  EXPECT_EQ(json::parse(r.tools[0].parameters)["properties"]["city"]["type"], "string");
+  EXPECT_EQ(json::parse(r.tools[1].parameters)["type"], "object");  // none given: no arguments
+  EXPECT_EQ(r.tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(r.tool_choice_name, "get_time");
+  ASSERT_EQ(r.messages.size(), 4u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "");
+  EXPECT_EQ(r.messages[1].tool_calls[0].id, "call_1");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(json::parse(r.messages[1].tool_calls[1].arguments)["tz"], "UTC");
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+  EXPECT_EQ(r.messages[3].name, "get_time");
+  EXPECT_EQ(r.messages[3].content, "noon");
+  // Defaults: auto with tools, none without; "none" switches them off.
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}]})").tool_choice, ToolChoice::kAuto);
+  EXPECT_EQ(chat("{" + kMsgs + "}").tool_choice, ToolChoice::kNone);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "none"})").tool_choice, ToolChoice::kNone);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "tool_choice": "required"})").tool_choice,
+            ToolChoice::kRequired);
 }
 
 }  // namespace

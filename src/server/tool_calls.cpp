@@ -1,0 +1,83 @@
+#include "server/tool_calls.h"
+
+#include <random>
+
+#include "server/api_error.h"
+
+namespace keel::server {
+
+ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax) {
+  ToolCallPlan plan;
+  if (request->endpoint != Endpoint::kChat || request->tools.empty() || request->tool_choice == ToolChoice::kNone) {
+    return plan;
+  }
+  if (syntax == chat::ToolSyntax::kNone) {
+    throw bad_request("tools", "'tools' are not supported with this model's chat format (harmony)", "unsupported");
+  }
+  plan.active = true;
+  plan.syntax = syntax;
+  if (request->tool_choice == ToolChoice::kAuto) return plan;
+
+  // One call is required: its opening goes into the prompt, the name is constrained to
+  // the allowed ones and the arguments to one JSON object; the closing is implied.
+  std::vector<std::string> names;
+  if (request->tool_choice == ToolChoice::kFunction) {
+    names.push_back(request->tool_choice_name);
+  } else {
+    for (const chat::ToolSpec& t : request->tools) names.push_back(t.name);
+  }
+  plan.forced = true;
+  plan.forced_prefix = chat::call_opening(syntax);
+  if (names.size() == 1) {
+    plan.forced_prefix += names.front() + chat::call_name_end(syntax);
+  } else {
+    for (const std::string& n : names) plan.json_preludes.push_back(n + chat::call_name_end(syntax));
+  }
+  request->assistant_prefix = plan.forced_prefix;
+  request->generation.json_object = true;
+  request->generation.json_preludes = plan.json_preludes;
+  return plan;
+}
+
+ToolCallReader::ToolCallReader(ToolCallPlan plan) : plan_(std::move(plan)) {}
+
+std::string ToolCallReader::push(std::string_view text) {
+  if (!plan_.active) return std::string(text);
+  generated_ += text;
+  if (plan_.forced) return "";
+  const size_t safe = chat::content_prefix_length(plan_.syntax, generated_);
+  if (safe <= emitted_) return "";
+  std::string out = generated_.substr(emitted_, safe - emitted_);
+  emitted_ = safe;
+  return out;
+}
+
+chat::ParsedReply ToolCallReader::finish() {
+  if (!plan_.active) return {};
+  std::string text = generated_;
+  if (plan_.forced) text = plan_.forced_prefix + text + chat::call_closing(plan_.syntax);
+  chat::ParsedReply reply = chat::parse_tool_calls(plan_.syntax, text);
+  if (reply.calls.empty()) {
+    // No call after all (or a cut-off one): everything not yet streamed is content; a
+    // forced call that did not complete (length) shows as the model wrote it.
+    reply.content = generated_.substr(emitted_);
+  } else {
+    for (chat::ToolCall& c : reply.calls) c.id = make_call_id();
+    // Content streamed before the call is not repeated.
+    reply.content = reply.content.size() > emitted_ && reply.content.starts_with(generated_.substr(0, emitted_))
+                        ? reply.content.substr(emitted_)
+                        : (emitted_ == 0 ? reply.content : "");
+  }
+  emitted_ = generated_.size();
+  return reply;
+}
+
+std::string make_call_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* alnum = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += alnum[rng() % 62];
+  return id;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,126 @@
+// Function calling through the official OpenAI client: tools shown to the model, calls read
+// back as tool_calls (whole and streamed), tool_choice required / named forcing one call,
+// the client's own tool runner completing a round trip, and clear 400s for bad tool fields.
+import assert from 'node:assert/strict';
+import { client, loadOpenAI, requireModel, runCases, startServer } from './lib/harness.mjs';
+
+const OpenAI = await loadOpenAI();
+requireModel();
+const server = await startServer(['-c', '1024', '-np', '2', '--heartbeat', '0.05']);
+const api = client(OpenAI, server);
+
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', description: 'Current weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+  { type: 'function', function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: {} } } },
+];
+const MESSAGES = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+// The tiny story model never closes an object by itself: a bias on '}' makes it close the
+// arguments as soon as the constraint allows, so a forced call completes.
+const tok = await (await fetch(`${server.baseURL}/tokenize`, { method: 'POST',
+  body: JSON.stringify({ content: '}', with_pieces: true }) })).json();
+const CLOSE_BIAS = { [tok.tokens.find((t) => t.piece === '}').id]: 100 };
+
+// Tool calls of a stream, assembled from their deltas as clients do.
+async function streamedCalls(stream) {
+  const calls = [];
+  let finish = null, content = '';
+  for await (const chunk of stream) {
+    for (const c of chunk.choices ?? []) {
+      content += c.delta?.content ?? '';
+      for (const d of c.delta?.tool_calls ?? []) {
+        const call = (calls[d.index] ??= { id: '', type: '', function: { name: '', arguments: '' } });
+        call.id += d.id ?? '';
+        call.type += d.type ?? '';
+        call.function.name += d.function?.name ?? '';
+        call.function.arguments += d.function?.arguments ?? '';
+      }
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { calls, finish, content };
+}
+
+await runCases([
+  ['tool_choice required: one call to a listed function, whole and streamed alike', async () => {
+    const req = { model: 'x', messages: MESSAGES, tools: TOOLS, tool_choice: 'required', temperature: 0,
+      max_tokens: 64, logit_bias: CLOSE_BIAS };
+    const whole = await api.chat.completions.create(req);
+    const choice = whole.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+    assert.equal(call.type, 'function');
+    assert.ok(['get_weather', 'get_time'].includes(call.function.name), call.function.name);
+    assert.deepEqual(JSON.parse(call.function.arguments), {});
+    const streamed = await streamedCalls(await api.chat.completions.create({ ...req, stream: true }));
+    assert.equal(streamed.finish, 'tool_calls');
+    assert.equal(streamed.content, '');
+    assert.equal(streamed.calls.length, 1);
+    assert.equal(streamed.calls[0].type, 'function');
+    assert.equal(streamed.calls[0].function.name, call.function.name);
+    assert.equal(streamed.calls[0].function.arguments, call.function.arguments);
+    // The client's stream helper assembles the same message.
+    const final = await api.chat.completions.stream({ ...req, stream: true }).finalChatCompletion();
+    assert.equal(final.choices[0].message.tool_calls[0].function.name, call.function.name);
+  }],
+  ['tool_choice naming a function calls that one; n choices each call it', async () => {
+    for (const name of ['get_weather', 'get_time']) {
+      const r = await api.chat.completions.create({ model: 'x', messages: MESSAGES, tools: TOOLS, temperature: 0.7,
+        seed: 9, n: 2, max_tokens: 64, logit_bias: CLOSE_BIAS, tool_choice: { type: 'function', function: { name } } });
+      assert.equal(r.choices.length, 2);
+      for (const c of r.choices) {
+        assert.equal(c.finish_reason, 'tool_calls');
+        assert.equal(c.message.tool_calls[0].function.name, name);
+        assert.equal(typeof JSON.parse(c.message.tool_calls[0].function.arguments), 'object');
+      }
+      assert.notEqual(r.choices[0].message.tool_calls[0].id, r.choices[1].message.tool_calls[0].id);
+    }
+  }],
+  ["the client's tool runner: call, result sent back, conversation continues", async () => {
+    let called = 0;
+    const runner = api.chat.completions.runTools({
+      model: 'x', messages: MESSAGES, max_tokens: 64, temperature: 0, logit_bias: CLOSE_BIAS,
+      tool_choice: { type: 'function', function: { name: 'get_time' } },
+      tools: [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} },
+        function: () => { called++; return '12:00'; }, parse: JSON.parse } }],
+    });
+    await runner.done();
+    assert.equal(called, 1);
+    const msgs = runner.messages;
+    assert.equal(msgs.at(-1).role, 'tool');
+    assert.equal(msgs.at(-1).content, '12:00');
+    assert.equal(msgs.at(-1).tool_call_id, msgs.at(-2).tool_calls[0].id);
+    // The history (assistant tool_calls + tool result) is accepted and answered.
+    const next = await api.chat.completions.create({ model: 'x', messages: msgs, tools: TOOLS, max_tokens: 8, temperature: 0 });
+    assert.ok(['stop', 'length', 'tool_calls'].includes(next.choices[0].finish_reason));
+    assert.ok(next.usage.prompt_tokens > 0);
+  }],
+  ['auto and none: a reply without calls is plain content, streamed or not', async () => {
+    for (const tool_choice of ['auto', 'none', undefined]) {
+      const req = { model: 'x', messages: MESSAGES, tools: TOOLS, tool_choice, max_tokens: 16, temperature: 0 };
+      const whole = await api.chat.completions.create(req);
+      const streamed = await streamedCalls(await api.chat.completions.create({ ...req, stream: true }));
+      assert.equal(streamed.content, whole.choices[0].message.content ?? '');
+      assert.equal(streamed.finish, whole.choices[0].finish_reason);
+    }
+  }],
+  ['bad tool fields are 400s naming the field', async () => {
+    const bad = async (extra, param) => {
+      await assert.rejects(api.chat.completions.create({ model: 'x', messages: MESSAGES, max_tokens: 4, ...extra }),
+        (e) => e instanceof OpenAI.BadRequestError && e.param === param, `${JSON.stringify(extra)} → ${param}`);
+    };
+    await bad({ tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice');
+    await bad({ tool_choice: 'required' }, 'tool_choice');
+    await bad({ tools: TOOLS, tool_choice: 'sometimes' }, 'tool_choice');
+    await bad({ tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name');
+    await bad({ tools: [TOOLS[0], TOOLS[0]] }, 'tools[1].function.name');
+    await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: 'x' } }] }, 'tools[0].function.parameters');
+    await bad({ tools: [{ type: 'function' }] }, 'tools[0].function');
+    await bad({ messages: [{ role: 'assistant', tool_calls: [{ type: 'function', function: {} }] }] },
+      'messages[0].tool_calls[0].function.name');
+  }],
+], [server]);
