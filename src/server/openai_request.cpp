@@ -313,7 +313,7 @@ std::vector<chat::ToolSpec> parse_tools(const json& body) {
 
 void parse_tool_choice(const json& body, CompletionRequest* req) {
   const JsonFields f(body);
-  f.boolean("parallel_tool_calls");  // accepted (type-checked); a forced call is one call
+  req->parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
   const json* c = f.get("tool_choice");
   if (!c) return;

@@ -51,6 +51,7 @@ struct CompletionRequest {
   std::vector<chat::ToolSpec> tools;          // kChat: functions the model may call
   ToolChoice tool_choice = ToolChoice::kNone; // default: auto with tools, none without
   std::string tool_choice_name;               // kFunction: the function that must be called
+  bool parallel_tool_calls = true;            // false: at most one call per reply
   std::string assistant_prefix;               // kChat: text the reply is made to start with (a forced call)
   std::optional<std::string> prompt_text;     // kCompletion, text form
   std::vector<int32_t> prompt_tokens;         // kCompletion, token form

@@ -16,6 +16,7 @@ ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax
   }
   plan.active = true;
   plan.syntax = syntax;
+  plan.parallel = request->parallel_tool_calls;
   if (request->tool_choice == ToolChoice::kAuto) return plan;
 
   // One call is required: its opening goes into the prompt, the name is constrained to
@@ -62,6 +63,7 @@ chat::ParsedReply ToolCallReader::finish() {
     // forced call that did not complete (length) shows as the model wrote it.
     reply.content = generated_.substr(emitted_);
   } else {
+    if (!plan_.parallel) reply.calls.resize(1);
     for (chat::ToolCall& c : reply.calls) c.id = make_call_id();
     // Content streamed before the call is not repeated.
     reply.content = reply.content.size() > emitted_ && reply.content.starts_with(generated_.substr(0, emitted_))

@@ -12,7 +12,8 @@
 //    call syntax (harmony).
 //  - A ToolCallReader follows one choice: push() returns the content that can be streamed
 //    now (text that might open a call is held back until it is clear), finish() the whole
-//    reply split into content and calls, each call with a fresh id "call_…". An inactive
+//    reply split into content and calls, each call with a fresh id "call_…" (only the
+//    first when the request set parallel_tool_calls false). An inactive
 //    reader passes everything through as content.
 //  - Not thread-safe: one reader per choice, on its response's thread.
 #pragma once
@@ -31,6 +32,7 @@ struct ToolCallPlan {
   chat::ToolSyntax syntax = chat::ToolSyntax::kNone;
   std::string forced_prefix;     // appended to the prompt; the reply continues it
   bool forced = false;           // one call is required (json constraint set on the request)
+  bool parallel = true;          // false (parallel_tool_calls): only the first call counts
   std::vector<std::string> json_preludes;  // the allowed names' continuations, when several
 };
 

@@ -89,6 +89,18 @@ TEST(ToolCallReader, ContentBeforeACallStreamsAndTheCallComesWhole) {
   }
 }
 
+TEST(ToolCallReader, ParallelToolCallsFalseKeepsTheFirstCall) {
+  CompletionRequest r = chat_with_tools(ToolChoice::kAuto);
+  r.parallel_tool_calls = false;
+  const std::string two = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+                          "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+  auto [streamed, reply] = run(ToolCallReader(plan_tool_calls(&r, ToolSyntax::kHermes)), two, 9);
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(reply.calls[0].name, "a");
+  r.parallel_tool_calls = true;
+  EXPECT_EQ(run(ToolCallReader(plan_tool_calls(&r, ToolSyntax::kHermes)), two, 9).second.calls.size(), 2u);
+}
+
 TEST(ToolCallReader, TextThatOnlyLooksLikeACallIsContentInTheEnd) {
   ToolCallPlan plan;
   plan.active = true;
