@@ -1,5 +1,7 @@
 #include "server/engine_service.h"
 
+#include "core/error.h"
+
 #include <chrono>
 
 #include "server/openai_response.h"
@@ -42,11 +44,16 @@ ModelInfo EngineService::model_info() const {
   return info;
 }
 
-std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& request) const {
+std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& request, size_t prompt) const {
   const tokenizer::Tokenizer& tok = *parts_.tokenizer;
   if (request.endpoint == Endpoint::kCompletion) {
-    if (!request.prompt_text) return request.prompt_tokens;
-    return tok.encode(*request.prompt_text, {});
+    if (prompt >= request.prompts.size()) {
+      throw keel::Error(keel::ErrorCode::kInvalidArgument, "prompt " + std::to_string(prompt) + " of a request with " +
+                                                   std::to_string(request.prompts.size()));
+    }
+    const PromptInput& p = request.prompts[prompt];
+    if (!p.text) return p.tokens;
+    return tok.encode(*p.text, {});
   }
   std::vector<chat::Message> messages;
   messages.reserve(request.messages.size());

@@ -392,7 +392,7 @@ void parse_prompt(const json& body, const RequestLimits& limits, CompletionReque
   const json* p = JsonFields(body).get("prompt");
   if (!p) throw bad_request("prompt", "'prompt' is required", "missing_required_parameter");
   if (p->is_string()) {
-    req->prompt_text = p->get<std::string>();
+    req->prompts = {{p->get<std::string>(), {}}};
     return;
   }
   const std::string kind = "'prompt' must be a string, an array of strings, an array of token "
@@ -401,7 +401,7 @@ void parse_prompt(const json& body, const RequestLimits& limits, CompletionReque
   if (p->empty()) throw bad_request("prompt", "'prompt' must not be empty");
   const json& first = p->front();
   if (first.is_number()) {
-    req->prompt_tokens = token_list(*p, "prompt", limits);
+    req->prompts = {{std::nullopt, token_list(*p, "prompt", limits)}};
     return;
   }
   if (!first.is_string() && !first.is_array()) {
@@ -410,15 +410,16 @@ void parse_prompt(const json& body, const RequestLimits& limits, CompletionReque
   for (const json& e : *p) {
     if (e.type() != first.type()) throw bad_request("prompt", kind + "; elements are mixed", "invalid_type");
   }
-  if (p->size() > 1) {
-    throw unsupported("prompt", "several prompts in one request (batch of " +
-                                    std::to_string(p->size()) + ") are not supported; send one "
-                                    "prompt per request");
+  if (p->size() > static_cast<size_t>(limits.max_prompts)) {
+    throw bad_request("prompt", "'prompt' has " + std::to_string(p->size()) + " prompts; at most " +
+                                    std::to_string(limits.max_prompts) + " are allowed in one request");
   }
-  if (first.is_string()) {
-    req->prompt_text = first.get<std::string>();
-  } else {
-    req->prompt_tokens = token_list(first, "prompt", limits);
+  for (const json& e : *p) {
+    if (e.is_string()) {
+      req->prompts.push_back({e.get<std::string>(), {}});
+    } else {
+      req->prompts.push_back({std::nullopt, token_list(e, "prompt", limits)});
+    }
   }
 }
 

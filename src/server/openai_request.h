@@ -6,8 +6,7 @@
 //    ApiError 400 naming the offending parameter. Nothing about the model is looked up
 //    here except the vocabulary size (token ids, logit_bias keys).
 //  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
-//    out of range are errors, and so are features keel does not implement yet (several
-//    prompts, echo, suffix, non-text content, json_schema, the legacy `functions`) —
+//    out of range are errors, and so are features keel does not implement yet (echo, suffix, non-text content, json_schema, the legacy `functions`) —
 //    never silently dropped.
 //  - Chat `tools` (at most 128 functions; names [A-Za-z0-9_-]{1,64}, unique; parameters an
 //    object), `tool_choice` (naming a listed function) and `parallel_tool_calls` are
@@ -43,6 +42,12 @@ struct ChatMessage {
 // tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
 enum class ToolChoice { kNone, kAuto, kRequired, kFunction };
 
+// One prompt of a completion request: text, or token ids as given.
+struct PromptInput {
+  std::optional<std::string> text;
+  std::vector<int32_t> tokens;  // when there is no text
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;  // as the client named it (echoed back)
@@ -53,8 +58,7 @@ struct CompletionRequest {
   std::string tool_choice_name;               // kFunction: the function that must be called
   bool parallel_tool_calls = true;            // false: at most one call per reply
   std::string assistant_prefix;               // kChat: text the reply is made to start with (a forced call)
-  std::optional<std::string> prompt_text;     // kCompletion, text form
-  std::vector<int32_t> prompt_tokens;         // kCompletion, token form
+  std::vector<PromptInput> prompts;           // kCompletion: one or more, each with n choices
 
   engine::Request generation;  // prompt left empty; sampling, max_tokens, stop, logprobs
   bool seed_given = false;     // false: the caller picks a fresh seed
@@ -69,6 +73,7 @@ struct RequestLimits {
   int32_t max_stop = 16;
   int32_t default_completion_max_tokens = 16;  // OpenAI's default for /v1/completions
   int32_t max_choices = 16;  // n
+  int32_t max_prompts = 64;  // completions: prompts in one request (each with n choices)
 };
 
 CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits);

@@ -1,6 +1,6 @@
 // POST /v1/chat/completions and POST /v1/completions: validate and tokenize on this HTTP
 // thread, submit, then either stream SSE chunks or wait for the whole response. Waiting is
-// always pump_choices() (event_pump.h) over the request's n choices — a poll with
+// always pump_choices() (event_pump.h) over the request's choices (n per prompt) — a poll with
 // heartbeats, never a cancelling timeout.
 #include <algorithm>
 #include <random>
@@ -40,9 +40,10 @@ class Admission {
 // One choice of a request: its response builder (index i) and its engine request.
 // Member order matters: the registry entry is released before the source is destroyed.
 struct Choice {
-  Choice(ResponseBuilder b, ToolCallPlan plan) : builder(std::move(b)), tools(std::move(plan)) {}
+  Choice(ResponseBuilder b, ToolCallPlan plan, size_t p) : builder(std::move(b)), tools(std::move(plan)), prompt(p) {}
   ResponseBuilder builder;
   ToolCallReader tools;  // reads function calls out of the reply (inactive without tools)
+  size_t prompt;         // which of the request's prompts this choice continues
   std::unique_ptr<EventSource> source;
   InflightRegistry::Entry entry;
 };
@@ -64,11 +65,17 @@ struct Call {
   std::vector<std::unique_ptr<Choice>> choices;
 };
 
-// The usage of an n-choice response: the prompt once (as OpenAI counts it), the
-// completions summed.
-engine::Usage total_usage(const std::vector<engine::Usage>& per_choice) {
-  engine::Usage u = per_choice.front();
-  for (size_t i = 1; i < per_choice.size(); ++i) u.completion_tokens += per_choice[i].completion_tokens;
+// The usage of a response of several choices: each prompt once (as OpenAI counts it, n
+// choices of one prompt share it), the completions summed. `per_choice` in choice order.
+engine::Usage total_usage(const Call& call, const std::vector<engine::Usage>& per_choice) {
+  engine::Usage u;
+  for (size_t i = 0; i < per_choice.size(); ++i) {
+    if (i == 0 || call.choices[i]->prompt != call.choices[i - 1]->prompt) {
+      u.prompt_tokens += per_choice[i].prompt_tokens;
+      u.cached_tokens += per_choice[i].cached_tokens;
+    }
+    u.completion_tokens += per_choice[i].completion_tokens;
+  }
   return u;
 }
 
@@ -111,7 +118,8 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
       for (const json& chunk : c->builder.start_chunks()) ok = ok && write(sse_data(chunk));
     }
     PumpStats stats;
-    std::vector<engine::Usage> usage;
+    std::vector<engine::Usage> usage(call->choices.size());
+    size_t finished = 0;
     auto on_event = [&](size_t i, const Event& ev) -> WriteResult {
       Choice& choice = *call->choices[i];
       ResponseBuilder& builder = choice.builder;
@@ -129,9 +137,9 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
             calls = !reply.calls.empty();
           }
           out += sse_data(builder.finish_chunk(ev.reason, calls));
-          usage.push_back(ev.usage);
-          if (usage.size() == call->choices.size()) {
-            if (call->include_usage) out += sse_data(builder.usage_chunk(total_usage(usage)));
+          usage[i] = ev.usage;
+          if (++finished == call->choices.size()) {
+            if (call->include_usage) out += sse_data(builder.usage_chunk(total_usage(*call, usage)));
             out += kSseDone;
           }
         } else {
@@ -209,7 +217,7 @@ json whole_response(HttpServer::State& s, Call& call, const std::vector<Collecte
     chat::ParsedReply reply = choice.tools.finish();  // inactive: no calls, no content
     text += reply.content;
     const json one = choice.builder.full(text, cs[i].logprobs, cs[i].finish->reason,
-                                         i == 0 ? total_usage(usage) : usage[i], reply.calls);
+                                         i == 0 ? total_usage(call, usage) : usage[i], reply.calls);
     if (i == 0) {
       out = one;
     } else {
@@ -262,32 +270,54 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
     auto call = std::make_shared<Call>(s, request.include_usage);
     const std::string id = make_response_id(endpoint);
     const int64_t created = unix_now();
-    for (int i = 0; i < request.n; ++i) {
-      call->admit();
-      call->choices.push_back(std::make_unique<Choice>(
-          ResponseBuilder(request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); }, i),
-          tool_plan));
+    // Choices in OpenAI's order: prompt p's n choices have indices p * n .. p * n + n - 1.
+    const size_t n_prompts = endpoint == Endpoint::kChat ? 1 : request.prompts.size();
+    const int64_t n_choices = static_cast<int64_t>(n_prompts) * request.n;
+    if (n_choices > s.options.max_inflight) {
+      // More than the server ever runs at once: waiting cannot help, so not a 429.
+      throw bad_request(n_prompts > 1 ? "prompt" : "n",
+                        std::to_string(n_prompts) + " prompt(s) x n = " + std::to_string(request.n) + " is " +
+                            std::to_string(n_choices) + " generations; this server takes at most " +
+                            std::to_string(s.options.max_inflight) + " at once (--parallel + --queue)");
+    }
+    for (size_t p = 0; p < n_prompts; ++p) {
+      for (int j = 0; j < request.n; ++j) {
+        call->admit();
+        const int index = static_cast<int>(p) * request.n + j;
+        call->choices.push_back(std::make_unique<Choice>(
+            ResponseBuilder(request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); },
+                            index),
+            tool_plan, p));
+      }
     }
 
-    engine::Request gen = request.generation;
-    gen.prompt = service->prompt_tokens(request);
-    if (static_cast<int64_t>(gen.prompt.size()) >= info.n_ctx) {
-      throw bad_request(endpoint == Endpoint::kChat ? "messages" : "prompt",
-                        "the prompt is " + std::to_string(gen.prompt.size()) + " tokens; the context is " +
-                            std::to_string(info.n_ctx) + " (--ctx), so at most " + std::to_string(info.n_ctx - 1) +
-                            " prompt tokens fit", "context_length_exceeded");
+    std::vector<std::vector<int32_t>> prompts(n_prompts);
+    for (size_t p = 0; p < n_prompts; ++p) {
+      prompts[p] = service->prompt_tokens(request, p);
+      if (static_cast<int64_t>(prompts[p].size()) >= info.n_ctx) {
+        const std::string what = endpoint == Endpoint::kChat ? "the prompt"
+                                 : n_prompts == 1            ? "the prompt"
+                                                             : "prompt " + std::to_string(p);
+        throw bad_request(endpoint == Endpoint::kChat ? "messages" : "prompt",
+                          what + " is " + std::to_string(prompts[p].size()) + " tokens; the context is " +
+                              std::to_string(info.n_ctx) + " (--ctx), so at most " +
+                              std::to_string(info.n_ctx - 1) + " prompt tokens fit",
+                          "context_length_exceeded");
+      }
     }
+    engine::Request gen = request.generation;
     if (s.options.request_timeout_seconds > 0) {
       gen.deadline = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(s.options.request_timeout_seconds * 1000.0));
     }
-    // Choice i samples with seed + i (a given seed reproduces every choice); the engine's
-    // prefix cache shares the prompt between them once one has computed it.
+    // Choice j of a prompt samples with seed + j (a given seed reproduces every choice); the
+    // engine's prefix cache shares a prompt between its choices once one has computed it.
     const uint64_t seed = request.seed_given ? gen.sampling.seed : fresh_seed();
     for (size_t i = 0; i < call->choices.size(); ++i) {
-      engine::Request one = gen;
-      one.sampling.seed = seed + i;
       Choice& c = *call->choices[i];
+      engine::Request one = gen;
+      one.prompt = prompts[c.prompt];
+      one.sampling.seed = seed + i % static_cast<size_t>(request.n);
       c.source = service->submit(std::move(one));
       c.entry = s.inflight.add(c.source.get());
     }

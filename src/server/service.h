@@ -52,7 +52,8 @@ class InferenceService {
   // prompt — and the tools, unless tool_choice is none — then request.assistant_prefix,
   // tokenized with special tokens; completion: text tokenized with BOS, or the tokens as
   // given).
-  virtual std::vector<int32_t> prompt_tokens(const CompletionRequest& request) const = 0;
+  // `prompt`: which of a completion request's prompts (ignored for chat).
+  virtual std::vector<int32_t> prompt_tokens(const CompletionRequest& request, size_t prompt = 0) const = 0;
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special,
                                         bool parse_special) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) const = 0;

@@ -134,6 +134,32 @@ await runCases([
     assert.deepEqual(finishes, ['length', 'length']);
     assert.equal(usage.completion_tokens, 20);
   }],
+  ['several prompts: n choices each, in prompt order, each equal to its single request', async () => {
+    const prompts = [PROMPT, 'The little dog'];
+    const base = { model: 'x', max_tokens: 8, temperature: 0.9, seed: 11 };
+    const batch = await api.completions.create({ ...base, prompt: prompts.slice(0, 2), n: 2 });
+    assert.equal(batch.choices.length, 4);
+    let promptTokens = 0;
+    for (let p = 0; p < 2; ++p) {
+      for (let j = 0; j < 2; ++j) {
+        const solo = await api.completions.create({ ...base, prompt: prompts[p], seed: 11 + j });
+        const c = batch.choices[p * 2 + j];
+        assert.equal(c.index, p * 2 + j);
+        assert.equal(c.text, solo.choices[0].text, `prompt ${p} choice ${j}`);
+        if (j === 0) promptTokens += solo.usage.prompt_tokens;
+      }
+    }
+    assert.equal(batch.usage.prompt_tokens, promptTokens);  // each prompt once
+    assert.equal(batch.usage.completion_tokens, 32);
+    // Token-id prompts, streamed: the chunks of each index add up to the whole response.
+    const tokens = [[1, 450, 217], [1, 90, 38]];
+    const whole = await api.completions.create({ ...base, prompt: tokens });
+    const texts = ['', ''];
+    for await (const chunk of await api.completions.create({ ...base, prompt: tokens, stream: true })) {
+      for (const c of chunk.choices) texts[c.index] += c.text;
+    }
+    assert.deepEqual(texts, whole.choices.map((c) => c.text));
+  }],
   ['graceful stop exits 0', async () => {
     const { code } = await server.stop('SIGTERM');
     assert.equal(code, 0);

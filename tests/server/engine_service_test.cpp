@@ -40,7 +40,7 @@ json reference() {
 CompletionRequest completion(const std::string& prompt, int max_tokens) {
   CompletionRequest r;
   r.endpoint = Endpoint::kCompletion;
-  r.prompt_text = prompt;
+  r.prompts = {{prompt, {}}};
   r.generation.max_tokens = max_tokens;
   r.generation.sampling.temperature = 0.0f;
   return r;

@@ -108,13 +108,13 @@ class FakeService : public InferenceService {
     info.chat_template = "fake";
     return info;
   }
-  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const override {
-    if (r.endpoint == Endpoint::kCompletion && !r.prompt_text) return r.prompt_tokens;
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r, size_t prompt = 0) const override {
+    if (r.endpoint == Endpoint::kCompletion && !r.prompts.at(prompt).text) return r.prompts.at(prompt).tokens;
     std::string text;
     if (r.endpoint == Endpoint::kChat) {
       for (const auto& m : r.messages) text += m.role + ": " + m.content + "\n";
     } else {
-      text = *r.prompt_text;
+      text = *r.prompts.at(prompt).text;
     }
     std::vector<int32_t> out = {1};
     for (unsigned char c : text) out.push_back(c);

@@ -284,6 +284,19 @@ TEST_F(HttpServerTest, BusyEngineIs429) {
   EXPECT_EQ(j["error"]["type"], "rate_limit_error");
 }
 
+// Prompts x n beyond --parallel + --queue (4 here) could never run: a 400, not a 429.
+TEST_F(HttpServerTest, MoreGenerationsThanTheServerTakesIsA400) {
+  start();
+  int status = 0;
+  json j = post_json("/v1/completions", R"({"prompt": ["a", "b", "c"], "n": 2, "max_tokens": 2})", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(j["error"]["param"], "prompt");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("at most 4 at once"), std::string::npos) << j.dump();
+  j = post_json("/v1/completions", R"({"prompt": ["a", "b"], "n": 2, "max_tokens": 2})", &status);
+  EXPECT_EQ(status, 200) << j.dump();
+  EXPECT_EQ(j["choices"].size(), 4u);
+}
+
 TEST_F(HttpServerTest, ApiKeyGuardsEveryRouteButHealth) {
   ServerOptions o;
   o.api_key = "sekret";

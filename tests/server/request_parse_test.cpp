@@ -26,6 +26,13 @@ struct BadCase {
 
 const std::string kMsgs = R"("messages":[{"role":"user","content":"hi"}])";
 
+// `item` n times, comma-separated.
+std::string repeated(const std::string& item, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + item;
+  return s;
+}
+
 std::vector<BadCase> bad_cases() {
   const Endpoint C = Endpoint::kChat, P = Endpoint::kCompletion;
   return {
@@ -116,8 +123,7 @@ std::vector<BadCase> bad_cases() {
       {P, "{}", "prompt", "required"},
       {P, R"({"prompt": 5})", "prompt", "must be a string"},
       {P, R"({"prompt": []})", "prompt", "must not be empty"},
-      {P, R"({"prompt": ["a", "b"]})", "prompt", "not supported"},
-      {P, R"({"prompt": [[1, 2], [3]]})", "prompt", "not supported"},
+      {P, R"({"prompt": [)" + repeated("\"a\"", 65) + "]}", "prompt", "at most 64"},
       {P, R"({"prompt": ["a", [1]]})", "prompt", "mixed"},
       {P, R"({"prompt": [1, "a"]})", "prompt", "token id"},
       {P, R"({"prompt": [1, 512]})", "prompt", "outside the vocabulary"},
@@ -206,10 +212,17 @@ TEST(RequestParse, NullMeansNotGivenAndDefaultsApply) {
 }
 
 TEST(RequestParse, CompletionPromptForms) {
-  EXPECT_EQ(*completion(R"({"prompt": "Once"})").prompt_text, "Once");
-  EXPECT_EQ(*completion(R"({"prompt": ["Once"]})").prompt_text, "Once");
-  EXPECT_EQ(completion(R"({"prompt": [1, 2, 3]})").prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
-  EXPECT_EQ(completion(R"({"prompt": [[4, 5.0]]})").prompt_tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(*completion(R"({"prompt": "Once"})").prompts.at(0).text, "Once");
+  EXPECT_EQ(*completion(R"({"prompt": ["Once"]})").prompts.at(0).text, "Once");
+  EXPECT_EQ(completion(R"({"prompt": [1, 2, 3]})").prompts.at(0).tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(completion(R"({"prompt": [[4, 5.0]]})").prompts.at(0).tokens, (std::vector<int32_t>{4, 5}));
+  const auto batch = completion(R"({"prompt": ["a", "b", "c"]})");
+  ASSERT_EQ(batch.prompts.size(), 3u);
+  EXPECT_EQ(*batch.prompts[2].text, "c");
+  const auto token_batch = completion(R"({"prompt": [[1, 2], [3]]})");
+  ASSERT_EQ(token_batch.prompts.size(), 2u);
+  EXPECT_FALSE(token_batch.prompts[1].text);
+  EXPECT_EQ(token_batch.prompts[1].tokens, (std::vector<int32_t>{3}));
   const auto r = completion(R"({"prompt": "x", "logprobs": 2, "echo": false, "best_of": 1})");
   EXPECT_EQ(r.generation.max_tokens, 16);  // OpenAI's default for completions
   EXPECT_TRUE(r.generation.sampling.logprobs);
