@@ -56,8 +56,11 @@ RequestHandle Engine::submit(Request request) {
                     ", outside the vocabulary [0, " + std::to_string(impl_->n_vocab) + ")");
     }
   }
-  if (request.max_tokens == 0 || request.max_tokens < -1) {
-    throw invalid("max_tokens must be >= 1 (or -1 for no limit), got " + std::to_string(request.max_tokens));
+  if (request.max_tokens < -1) {
+    throw invalid("max_tokens must be >= 0 (0: prefill only; -1: no limit), got " + std::to_string(request.max_tokens));
+  }
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20) {
+    throw invalid("prompt_logprobs must be in [0, 20] (or -1: off), got " + std::to_string(request.prompt_logprobs));
   }
   for (const std::string& s : request.stop) {
     if (s.empty()) throw invalid("stop strings must not be empty");

@@ -83,6 +83,13 @@ struct Engine::Impl {
   // Every token's output bytes, for JSON-mode requests: built at the first one, then shared.
   std::shared_ptr<const sampling::TokenBytes> token_bytes;
   std::shared_ptr<const sampling::TokenBytes> json_token_bytes();
+  // Caps the prompt rows scored in one step at kScoredRowsPerStep (their logits rows are
+  // what the memory plan reserves); shares cut to nothing wait for the next step.
+  void limit_scored_rows(std::vector<SlotShare>* plan) const;
+  // Whether the row at `pos` scores the prompt token after it (Request::prompt_logprobs).
+  static bool scores_prompt_at(const Slot& slot, int64_t pos) {
+    return slot.request.prompt_logprobs >= 0 && pos < slot.n_prompt - 1;
+  }
 };
 
 }  // namespace keel::engine

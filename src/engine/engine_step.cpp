@@ -103,6 +103,7 @@ bool Engine::Impl::step() {
     return true;
   }
   std::vector<SlotShare> plan = plan_batch(demands, options.batch_tokens, rotation++);
+  limit_scored_rows(&plan);
 
   // Shape: batch entries grouped per slot, positions consecutive from length(seq).
   std::vector<BatchEntry> batch;
@@ -111,8 +112,9 @@ bool Engine::Impl::step() {
     int64_t len = backend->length(slot.seq);
     for (int64_t i = 0; i < share.n_tokens; ++i) {
       int64_t pos = len + i;
-      // Logits only where the next token is sampled: after the last unfed token.
-      bool want = pos == static_cast<int64_t>(slot.tokens.size()) - 1;
+      // Logits where the next token is sampled (after the last unfed token), and where a
+      // scored prompt's next token is scored.
+      bool want = pos == static_cast<int64_t>(slot.tokens.size()) - 1 || scores_prompt_at(slot, pos);
       batch.push_back({slot.tokens[static_cast<size_t>(pos)], pos, slot.seq, want});
     }
   }
@@ -132,14 +134,46 @@ bool Engine::Impl::step() {
     return true;
   }
 
-  // Sample per slot, in plan order; a failure here is the slot's alone.
+  // Score and sample per slot, in plan order; a failure here is the slot's alone.
   size_t row = 0;
   for (const SlotShare& share : plan) {
     Slot& slot = slots[share.slot];
-    bool want = backend->length(slot.seq) == static_cast<int64_t>(slot.tokens.size());
+    const int64_t end = backend->length(slot.seq);
+    const int64_t first = end - share.n_tokens;
+    std::optional<std::string> failed;
+    for (int64_t pos = first; pos < end && !failed; ++pos) {
+      if (!scores_prompt_at(slot, pos)) continue;
+      const float* row_ptr = logits.data() + row++ * static_cast<size_t>(n_vocab);
+      try {
+        const sampling::TokenScore score = sampling::score_token(
+            std::span<const float>(row_ptr, n_vocab), slot.tokens[static_cast<size_t>(pos + 1)], slot.request.prompt_logprobs);
+        TokenLogprob lp;
+        lp.token = slot.tokens[static_cast<size_t>(pos + 1)];
+        lp.text = backend->token_piece(lp.token);
+        lp.logprob = score.logprob;
+        for (const sampling::TokenLogprob& alt : score.top) lp.top.emplace_back(alt.token, alt.logprob);
+        slot.pending.prompt_logprobs.push_back(std::move(lp));
+      } catch (const std::exception& e) {
+        failed = std::string("scoring the prompt failed: ") + e.what();
+      }
+    }
+    bool want = end == static_cast<int64_t>(slot.tokens.size());
+    if (failed) {
+      row += want ? 1 : 0;
+      {
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        ++shared->stats.isolated_failures;
+      }
+      end_slot(slot, FinishReason::kError, *failed);
+      continue;
+    }
     if (!want) continue;  // prefill continues next step
     const float* row_ptr = logits.data() + row * static_cast<size_t>(n_vocab);
     ++row;
+    if (slot.request.max_tokens == 0) {  // prefill only: nothing is sampled
+      end_slot(slot, FinishReason::kLength, "");
+      continue;
+    }
     std::optional<FinishReason> done;
     try {
       fault_point("engine.sample");
@@ -187,6 +221,23 @@ void Engine::Impl::count_finish(FinishReason reason) {
   if (shared->queue.empty() && shared->active == 0) shared->drained.notify_all();
 }
 
+void Engine::Impl::limit_scored_rows(std::vector<SlotShare>* plan) const {
+  int64_t budget = kScoredRowsPerStep;
+  std::vector<SlotShare> kept;
+  for (SlotShare share : *plan) {
+    const Slot& slot = slots[share.slot];
+    if (slot.request.prompt_logprobs >= 0) {
+      const int64_t len = backend->length(slot.seq);
+      const int64_t scored = std::min(share.n_tokens, std::max<int64_t>(0, slot.n_prompt - 1 - len));
+      if (scored > budget) share.n_tokens = budget;  // the rest of the prompt next step
+      budget -= std::min(scored, budget);
+      if (share.n_tokens == 0) continue;
+    }
+    kept.push_back(share);
+  }
+  *plan = std::move(kept);
+}
+
 std::shared_ptr<const sampling::TokenBytes> Engine::Impl::json_token_bytes() {
   if (!token_bytes) {
     std::vector<std::string> bytes(static_cast<size_t>(n_vocab));
@@ -221,7 +272,8 @@ void Engine::Impl::admit(QueuedRequest job) {
     slot.decoder = backend->make_decoder();
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
     // Last: once open() returns, the slot owns a sequence that end_slot() releases.
-    Backend::Opened o = backend->open(slot.tokens, slot.n_prompt - 1);
+    // Scored prompts need every position's logits: nothing is taken from the cache.
+    Backend::Opened o = backend->open(slot.tokens, slot.request.prompt_logprobs >= 0 ? 0 : slot.n_prompt - 1);
     slot.seq = o.seq;
     slot.n_cached = o.reused;
   } catch (const std::exception& e) {

@@ -40,13 +40,14 @@ MemoryConfig memory_config(const LoadOptions& o) {
 
 // Activations of one step (f32): per batch token the residual stream and norms, q/k/v,
 // the attention output and the feed-forward intermediates; per slot a logits row and
-// the sampler's working copy. An estimate from the shapes, deliberately generous.
+// the sampler's working copy; the rows of scored prompts (kScoredRowsPerStep). An estimate from the shapes, deliberately generous.
 uint64_t workspace_estimate(const model::HParams& hp, const MemoryConfig& c) {
   int64_t ff = std::max(hp.n_ff, hp.n_ff_expert * std::max<int64_t>(hp.n_expert_used, 1));
   int64_t qkv = hp.n_head * hp.head_dim_k + hp.n_head_kv * (hp.head_dim_k + hp.head_dim_v);
   int64_t per_token = 6 * hp.n_embd + qkv + hp.n_head * hp.head_dim_v + 3 * ff;
   uint64_t batch = static_cast<uint64_t>(c.batch_tokens) * static_cast<uint64_t>(per_token) * 4;
-  uint64_t logits = static_cast<uint64_t>(c.n_parallel) * static_cast<uint64_t>(hp.n_vocab) * 4 * 2;
+  // Two rows per slot (logits + the sampler's copy) and the rows of scored prompts.
+  uint64_t logits = static_cast<uint64_t>(2 * c.n_parallel + kScoredRowsPerStep) * static_cast<uint64_t>(hp.n_vocab) * 4;
   return batch + logits;
 }
 

@@ -44,6 +44,9 @@ struct Event {
   std::string text;
   std::vector<int32_t> tokens;
   std::vector<TokenLogprob> logprobs;
+  // Request::prompt_logprobs: the scores of prompt tokens 1.. (token 0 has none), in the
+  // first delta, before any generated token.
+  std::vector<TokenLogprob> prompt_logprobs;
   // kFinish:
   FinishReason reason = FinishReason::kStop;
   std::string error;  // for kError: what failed, naming the cause

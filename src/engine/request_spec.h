@@ -20,10 +20,16 @@
 
 namespace keel::engine {
 
+// Prompt rows scored per engine step, over all requests (each needs a logits row; the
+// memory plan reserves them): a scored prompt is prefilled this many tokens at a time.
+inline constexpr int64_t kScoredRowsPerStep = 32;
+
 struct Request {
   std::vector<int32_t> prompt;        // token ids; non-empty, shorter than the context
   sampling::SamplingParams sampling;  // includes seed, logprobs and top_logprobs (what each token reports)
-  int32_t max_tokens = -1;            // completion tokens; -1 = until stop / context end
+  int32_t max_tokens = -1;            // completion tokens; -1 = until stop / context end; 0 = prefill only
+  int32_t prompt_logprobs = -1;       // >= 0: score prompt tokens 1.. with that many alternatives (0-20);
+                                      // the prompt is then computed in full (no prefix reuse)
   std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool json_object = false;           // output constrained to one JSON object (sampling/json_constraint.h)

@@ -35,7 +35,7 @@ void Slot::take_text(const std::string& text) {
 }
 
 void Slot::send_pending() {
-  if (pending.text.empty() && pending.tokens.empty()) return;
+  if (pending.text.empty() && pending.tokens.empty() && pending.prompt_logprobs.empty()) return;
   channel->push(std::exchange(pending, Event{}));
 }
 

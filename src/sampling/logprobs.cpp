@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "core/error.h"
 
 namespace keel::sampling {
 
@@ -26,6 +29,18 @@ std::vector<TokenLogprob> LogprobTable::top(const CandidateSet& set, int32_t n) 
   out.reserve(keep);
   for (const Candidate& c : best) out.push_back({c.id, logprob_of(c.logit)});
   return out;
+}
+
+TokenScore score_token(std::span<const float> logits, int32_t token, int32_t n_top) {
+  if (token < 0 || static_cast<size_t>(token) >= logits.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "score_token: token " + std::to_string(token) + " outside a row of " +
+                                                 std::to_string(logits.size()));
+  }
+  check_logits(logits);
+  CandidateSet set;
+  collect_candidates(logits, &set);
+  const LogprobTable table(set);
+  return {table.logprob_of(logits[static_cast<size_t>(token)]), table.top(set, n_top)};
 }
 
 }  // namespace keel::sampling

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sampling/stages.h"
@@ -40,5 +41,15 @@ class LogprobTable {
  private:
   double log_sum_exp_;
 };
+
+// A prompt token's score: its logprob under the model's raw distribution at the position
+// before it (softmax of the logits as the model gave them: no bias, penalties or
+// constraint — nothing of the request applies to tokens it did not sample), with the n
+// most likely alternatives. Throws as check_logits / collect_candidates do.
+struct TokenScore {
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+};
+TokenScore score_token(std::span<const float> logits, int32_t token, int32_t n_top);
 
 }  // namespace keel::sampling

@@ -101,7 +101,6 @@ void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
     if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
       throw unsupported("tools", "'tools' are a chat completions feature (/v1/chat/completions)");
     }
-    if (f.boolean("echo").value_or(false)) throw unsupported("echo", "'echo' is not supported");
     if (f.string("suffix")) throw unsupported("suffix", "'suffix' is not supported");
     if (const auto b = f.integer("best_of", 1, 128); b && *b != 1) {
       throw unsupported("best_of", "only best_of=1 is supported");
@@ -157,7 +156,8 @@ void parse_common(const json& body, const RequestLimits& limits, CompletionReque
   s.logit_bias = parse_logit_bias(f, limits);
   gen.stop = parse_stop(f, limits);
 
-  std::optional<int64_t> max_tokens = f.integer("max_tokens", 1, kMaxInt32);
+  // Completions take 0: nothing generated (with echo + logprobs, a prompt scored).
+  std::optional<int64_t> max_tokens = f.integer("max_tokens", req->endpoint == Endpoint::kChat ? 1 : 0, kMaxInt32);
   if (req->endpoint == Endpoint::kChat) {
     if (auto v = f.integer("max_completion_tokens", 1, kMaxInt32)) max_tokens = v;
   } else if (!max_tokens) {
@@ -448,10 +448,15 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
   req.endpoint = Endpoint::kCompletion;
   parse_prompt(body, limits, &req);
   parse_common(body, limits, &req);
-  if (auto n = JsonFields(body).integer("logprobs", 0, 5)) {
+  const JsonFields f(body);
+  const auto n = f.integer("logprobs", 0, 5);
+  if (n) {
     req.generation.sampling.logprobs = true;
     req.generation.sampling.top_logprobs = static_cast<int32_t>(*n);
   }
+  req.echo = f.boolean("echo").value_or(false);
+  // Echoed prompts report their tokens' logprobs too (the engine scores the prompt).
+  if (req.echo && n) req.generation.prompt_logprobs = static_cast<int32_t>(*n);
   return req;
 }
 

@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -68,8 +69,16 @@ json ResponseBuilder::chat_logprob_entry(const std::string& piece, float logprob
   return {{"token", sanitize_utf8(piece)}, {"logprob", logprob}, {"bytes", bytes_json(piece)}};
 }
 
+void ResponseBuilder::set_echo(std::string prompt_text, std::string first_token_piece) {
+  echo_ = Echo{std::move(prompt_text), std::move(first_token_piece), {}, false};
+}
+
+void ResponseBuilder::add_prompt_logprobs(const std::vector<engine::TokenLogprob>& scored) {
+  if (echo_) echo_->scored.insert(echo_->scored.end(), scored.begin(), scored.end());
+}
+
 json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& logprobs,
-                                    size_t text_offset) const {
+                                    size_t text_offset, bool with_echo) const {
   if (!logprobs_) return nullptr;
   if (endpoint_ == Endpoint::kChat) {
     json content = json::array();
@@ -86,6 +95,32 @@ json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& log
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
        offsets = json::array();
   size_t offset = text_offset;
+  if (with_echo && echo_) {
+    // The prompt's tokens first. Their pieces add up to more than the prompt text when it
+    // begins with BOS or a tokenizer's leading space: offsets count from where the pieces
+    // meet the text, i.e. without that surplus.
+    size_t pieces = echo_->first_piece.size();
+    for (const auto& lp : echo_->scored) pieces += lp.text.size();
+    const size_t surplus = pieces > echo_->text.size() ? pieces - echo_->text.size() : 0;
+    const auto text_pos = [&](size_t piece_pos) {
+      return std::min(piece_pos > surplus ? piece_pos - surplus : 0, echo_->text.size());
+    };
+    tokens.push_back(sanitize_utf8(echo_->first_piece));
+    token_logprobs.push_back(nullptr);
+    top.push_back(nullptr);
+    offsets.push_back(0);
+    offset = echo_->first_piece.size();
+    for (const auto& lp : echo_->scored) {
+      tokens.push_back(sanitize_utf8(lp.text));
+      token_logprobs.push_back(lp.logprob);
+      json alternatives = json::object();
+      for (const auto& [tok, tlp] : lp.top) alternatives[sanitize_utf8(piece_(tok))] = tlp;
+      top.push_back(std::move(alternatives));
+      offsets.push_back(text_pos(offset));
+      offset += lp.text.size();
+    }
+    offset = echo_->text.size();
+  }
   for (const auto& lp : logprobs) {
     tokens.push_back(sanitize_utf8(lp.text));
     token_logprobs.push_back(lp.logprob);
@@ -105,7 +140,7 @@ json ResponseBuilder::full(const std::string& text,
                            const std::vector<engine::TokenLogprob>& logprobs,
                            engine::FinishReason reason, const engine::Usage& usage,
                            const std::vector<chat::ToolCall>& calls) const {
-  json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0)},
+  json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0, true)},
                  {"finish_reason", calls.empty() ? openai_finish_reason(reason) : "tool_calls"}};
   json out;
   if (endpoint_ == Endpoint::kChat) {
@@ -117,7 +152,7 @@ json ResponseBuilder::full(const std::string& text,
     }
   } else {
     out = envelope("text_completion");
-    choice["text"] = text;
+    choice["text"] = echo_ ? echo_->text + text : text;
   }
   out["choices"] = json::array({std::move(choice)});
   out["usage"] = usage_json(usage);
@@ -141,7 +176,15 @@ std::vector<json> ResponseBuilder::start_chunks() const {
 
 json ResponseBuilder::delta_chunk(const std::string& text,
                                   const std::vector<engine::TokenLogprob>& logprobs) {
-  json lp = logprobs_json(logprobs, stream_offset_);
+  if (echo_pending()) {
+    // The first chunk carries the prompt (and its scores, which come with the first event).
+    json lp = logprobs_json(logprobs, 0, true);
+    echo_->sent = true;
+    stream_offset_ = echo_->text.size() + text.size();
+    return choice({{"text", echo_->text + text}, {"index", index_}, {"logprobs", std::move(lp)},
+                   {"finish_reason", nullptr}});
+  }
+  json lp = logprobs_json(logprobs, stream_offset_, false);
   stream_offset_ += text.size();
   if (endpoint_ == Endpoint::kChat) {
     return choice({{"index", index_}, {"delta", {{"content", text}}}, {"logprobs", std::move(lp)},

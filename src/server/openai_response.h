@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ class ResponseBuilder {
 
   const std::string& id() const { return id_; }
 
+  // Completions with `echo`: the prompt's text goes before the output (the whole
+  // response's text, or the first chunk), and with logprobs its tokens go first in the
+  // arrays — the first with a null logprob (nothing precedes it), the others with the
+  // scores add_prompt_logprobs() delivers (the engine's Event::prompt_logprobs).
+  void set_echo(std::string prompt_text, std::string first_token_piece);
+  void add_prompt_logprobs(const std::vector<engine::TokenLogprob>& scored);
+  // True until a chunk has carried the echo: the stream must still send one.
+  bool echo_pending() const { return echo_ && !echo_->sent; }
+
   // Whole (non-streamed) response. With `calls` (chat), the message carries them as
   // tool_calls (content null when `text` is empty) and finish_reason is "tool_calls".
   json full(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs,
@@ -58,7 +68,7 @@ class ResponseBuilder {
 
  private:
   json envelope(const char* object) const;
-  json logprobs_json(const std::vector<engine::TokenLogprob>& logprobs, size_t text_offset) const;
+  json logprobs_json(const std::vector<engine::TokenLogprob>& logprobs, size_t text_offset, bool with_echo) const;
   json chat_logprob_entry(const std::string& piece, float logprob) const;
   json choice(json body) const;
 
@@ -71,6 +81,13 @@ class ResponseBuilder {
   PieceLookup piece_;
   int index_;
   size_t stream_offset_ = 0;  // bytes of text streamed so far (legacy text_offset)
+  struct Echo {
+    std::string text;
+    std::string first_piece;
+    std::vector<engine::TokenLogprob> scored;  // prompt tokens 1..
+    bool sent = false;
+  };
+  std::optional<Echo> echo_;
 };
 
 // Unix seconds now: the "created" of responses and of /v1/models.

@@ -125,7 +125,10 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
       ResponseBuilder& builder = choice.builder;
       std::string out;
       const std::string text = choice.tools.push(ev.text);  // text that may open a call waits
-      if (!text.empty() || !ev.logprobs.empty()) out = sse_data(builder.delta_chunk(text, ev.logprobs));
+      builder.add_prompt_logprobs(ev.prompt_logprobs);
+      if (!text.empty() || !ev.logprobs.empty() || builder.echo_pending()) {
+        out = sse_data(builder.delta_chunk(text, ev.logprobs));
+      }
       bool end = false;
       if (ev.kind == Event::Kind::kFinish) {
         if (normal_finish(ev.reason)) {
@@ -176,6 +179,7 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
 struct Collected {
   std::string text;
   std::vector<engine::TokenLogprob> logprobs;
+  std::vector<engine::TokenLogprob> prompt_logprobs;
   std::optional<Event> finish;
 };
 
@@ -186,6 +190,7 @@ PumpResult collect(HttpServer::State& s, Call& call, std::vector<Collected>* out
     Collected& c = (*out)[i];
     c.text += ev.text;
     c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(), ev.prompt_logprobs.end());
     if (ev.kind != Event::Kind::kFinish) return WriteResult::kNothing;
     c.finish = ev;
     // One choice failing fails the response: no need to wait for the others.
@@ -213,6 +218,7 @@ json whole_response(HttpServer::State& s, Call& call, const std::vector<Collecte
   json out;
   for (size_t i = 0; i < cs.size(); ++i) {
     Choice& choice = *call.choices[i];
+    choice.builder.add_prompt_logprobs(cs[i].prompt_logprobs);
     std::string text = choice.tools.push(cs[i].text);
     chat::ParsedReply reply = choice.tools.finish();  // inactive: no calls, no content
     text += reply.content;
@@ -303,6 +309,13 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
                               std::to_string(info.n_ctx) + " (--ctx), so at most " +
                               std::to_string(info.n_ctx - 1) + " prompt tokens fit",
                           "context_length_exceeded");
+      }
+    }
+    if (request.echo) {
+      for (const auto& c : call->choices) {
+        const PromptInput& in = request.prompts[c->prompt];
+        c->builder.set_echo(in.text ? *in.text : service->detokenize(prompts[c->prompt]),
+                            service->token_piece(prompts[c->prompt].front()));
       }
     }
     engine::Request gen = request.generation;

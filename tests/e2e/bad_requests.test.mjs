@@ -22,7 +22,7 @@ const corpus = [
   ['/v1/chat/completions', `{${msgs},"stream_options":{"include_usage":true}}`, 400, 'invalid_value'],
   ['/v1/chat/completions', `{"messages":${'['.repeat(5000)}${']'.repeat(5000)}}`, 400, 'invalid_json'],
   ['/v1/completions', `{"prompt":[${'"a",'.repeat(64)}"a"]}`, 400, 'invalid_value'],
-  ['/v1/completions', '{"prompt":"a","echo":true}', 400, 'unsupported'],
+  ['/v1/completions', '{"prompt":"a","suffix":"b"}', 400, 'unsupported'],
   ['/v1/completions', '{"prompt":[1,2,1000000]}', 400, 'invalid_value'],
   ['/v1/completions', `{"prompt":"${'word '.repeat(400)}"}`, 400, 'context_length_exceeded'],
   ['/v1/completions', `{"prompt":"${'x'.repeat(70000)}"}`, 413, 'request_too_large'],

@@ -160,6 +160,36 @@ await runCases([
     }
     assert.deepEqual(texts, whole.choices.map((c) => c.text));
   }],
+  ['echo + logprobs scores the prompt (as lm-eval does); its numbers equal the generation\'s', async () => {
+    // Generate greedily with logprobs, then score prompt + generated text with max_tokens 0:
+    // the continuation's token logprobs are the same numbers, streamed or not.
+    const gen = await api.completions.create({ model: 'x', prompt: PROMPT, max_tokens: 6, temperature: 0, logprobs: 1 });
+    const continuation = gen.choices[0].logprobs;
+    const req = { model: 'x', prompt: PROMPT + gen.choices[0].text, max_tokens: 0, echo: true, logprobs: 1, temperature: 0 };
+    const scored = await api.completions.create(req);
+    const c = scored.choices[0];
+    assert.equal(c.text, PROMPT + gen.choices[0].text);
+    assert.equal(c.finish_reason, 'length');
+    assert.equal(scored.usage.completion_tokens, 0);
+    const lp = c.logprobs;
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.tokens.length, scored.usage.prompt_tokens);
+    assert.ok(lp.token_logprobs.slice(1).every((x) => typeof x === 'number' && x <= 0));
+    assert.deepEqual(lp.tokens.slice(-6), continuation.tokens);
+    assert.deepEqual(lp.token_logprobs.slice(-6), continuation.token_logprobs);
+    assert.deepEqual(lp.top_logprobs.slice(-6), continuation.top_logprobs);
+    for (let i = 1; i < lp.text_offset.length; ++i) assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1]);
+    let text = '', chunks = [];
+    for await (const chunk of await api.completions.create({ ...req, stream: true })) {
+      text += chunk.choices[0]?.text ?? '';
+      if (chunk.choices[0]?.logprobs) chunks.push(chunk.choices[0].logprobs);
+    }
+    assert.equal(text, c.text);
+    assert.deepEqual(chunks.flatMap((l) => l.token_logprobs), lp.token_logprobs);
+    // echo without logprobs, and generation after the echo.
+    const more = await api.completions.create({ model: 'x', prompt: PROMPT, max_tokens: 6, temperature: 0, echo: true });
+    assert.equal(more.choices[0].text, PROMPT + gen.choices[0].text);
+  }],
   ['graceful stop exits 0', async () => {
     const { code } = await server.stop('SIGTERM');
     assert.equal(code, 0);

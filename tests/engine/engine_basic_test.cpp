@@ -55,7 +55,10 @@ TEST(Engine, RejectsBadRequestsAtSubmit) {
   EXPECT_EQ(code_of(make_request(std::vector<int32_t>(16, 3), 4)), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of(make_request({1, 9999}, 4)), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of(make_request({1, -1}, 4)), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of(make_request({1, 2}, 0)), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(make_request({1, 2}, -2)), ErrorCode::kInvalidArgument);
+  Request many_alternatives = make_request({1, 2}, 4);
+  many_alternatives.prompt_logprobs = 21;
+  EXPECT_EQ(code_of(many_alternatives), ErrorCode::kInvalidArgument);
   Request bad_temp = make_request({1, 2}, 4);
   bad_temp.sampling.temperature = -1;
   EXPECT_EQ(code_of(bad_temp), ErrorCode::kInvalidArgument);

@@ -16,6 +16,7 @@ Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit) {
       out.tokens.insert(out.tokens.end(), ev->tokens.begin(), ev->tokens.end());
       out.text += ev->text;
       out.logprobs.insert(out.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+      out.prompt_logprobs.insert(out.prompt_logprobs.end(), ev->prompt_logprobs.begin(), ev->prompt_logprobs.end());
       continue;
     }
     ++out.finishes;

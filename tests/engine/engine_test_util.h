@@ -22,6 +22,7 @@ struct Outcome {
   int finishes = 0;       // must be exactly 1
   int events_after = 0;   // events seen after the Finish (must be 0)
   std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> prompt_logprobs;
 };
 
 // Reads events until the Finish (waiting at most `limit` in total), then checks that no

@@ -4,6 +4,8 @@
 // memory plan.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -71,6 +73,67 @@ TEST(ModelEngine, StoriesGreedyTextEqualsTheReference) {
     EXPECT_EQ(out.reason, FinishReason::kLength);
     EXPECT_EQ(out.text.rfind(", there was a little girl named Lily.", 0), 0u) << out.text;
   }
+}
+
+// Scoring a prompt (prompt_logprobs, max_tokens 0 = prefill only) gives, for tokens the
+// model generated itself, exactly the logprobs it reported when it generated them —
+// whatever the chunking, the scored-rows cap and what runs beside it — and matches the
+// reference implementation's logits on the reference tokens.
+TEST(ModelEngine, ScoredPromptEqualsGenerationLogprobsAndTheReference) {
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  Request gen = make_request(prompt, 40);
+  gen.ignore_eos = true;
+  gen.sampling.logprobs = true;
+  gen.sampling.top_logprobs = 3;
+  const Outcome generated = run_solo(stories_path(), gen);
+  ASSERT_EQ(generated.logprobs.size(), 40u);
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), generated.tokens.begin(), generated.tokens.end());
+  Request score = make_request(text, 0);
+  score.prompt_logprobs = 3;
+  for (int32_t batch : {512, 7}) {
+    LoadOptions o = load_options(stories_path(), 2, batch);
+    auto engine = start_engine(loaded(stories_path()), o);
+    RequestHandle beside = engine->submit(make_request(prompt, 30, 5, 0.8f));
+    RequestHandle h = engine->submit(score);
+    const Outcome scored = collect(h);
+    EXPECT_EQ(collect(beside).reason, FinishReason::kLength);
+    ASSERT_EQ(scored.reason, FinishReason::kLength) << scored.error;
+    EXPECT_TRUE(scored.tokens.empty());
+    EXPECT_EQ(scored.usage.completion_tokens, 0);
+    EXPECT_EQ(scored.usage.cached_tokens, 0);  // scored prompts are computed in full
+    ASSERT_EQ(scored.prompt_logprobs.size(), text.size() - 1);
+    for (size_t i = 0; i < generated.logprobs.size(); ++i) {
+      const TokenLogprob& want = generated.logprobs[i];
+      const TokenLogprob& got = scored.prompt_logprobs[prompt.size() - 1 + i];
+      EXPECT_EQ(got.token, want.token) << i;
+      EXPECT_EQ(got.logprob, want.logprob) << "batch " << batch << " token " << i;
+      EXPECT_EQ(got.top, want.top) << i;
+      EXPECT_EQ(got.text, want.text);
+    }
+  }
+  // Against the reference implementation's logits (flash attention, f16 KV there).
+  const std::vector<int32_t> ref_tokens = read_ids(keel::test::reference_path("stories260K", "tokens.txt"));
+  std::ifstream f(keel::test::reference_path("stories260K", "logits-fa.f32"), std::ios::binary);
+  std::vector<float> ref(ref_tokens.size() * 512);
+  f.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * sizeof(float)));
+  ASSERT_TRUE(f);
+  Request ref_score = make_request(ref_tokens, 0);
+  ref_score.prompt_logprobs = 0;
+  const Outcome scored = run_solo(stories_path(), ref_score);
+  ASSERT_EQ(scored.prompt_logprobs.size(), ref_tokens.size() - 1);
+  double worst = 0;
+  for (size_t i = 0; i + 1 < ref_tokens.size(); ++i) {
+    const float* row = ref.data() + i * 512;
+    double m = row[0], sum = 0;
+    for (int t = 0; t < 512; ++t) m = std::max(m, static_cast<double>(row[t]));
+    for (int t = 0; t < 512; ++t) sum += std::exp(row[t] - m);
+    const double want = row[ref_tokens[i + 1]] - m - std::log(sum);
+    worst = std::max(worst, std::abs(want - scored.prompt_logprobs[i].logprob));
+    EXPECT_TRUE(scored.prompt_logprobs[i].top.empty());
+  }
+  EXPECT_LT(worst, 0.05);
+  std::printf("[scored prompt] max |logprob - reference| %.5f over %zu tokens\n", worst, ref_tokens.size() - 1);
 }
 
 // Concurrent requests with shared prefixes, several chunk budgets, some served from the

@@ -132,7 +132,9 @@ std::vector<BadCase> bad_cases() {
       {P, R"({"prompt": [{}]})", "prompt", "found {}"},
       {P, R"({"prompt": "x", "logprobs": 6})", "logprobs", "[0, 5]"},
       {P, R"({"prompt": "x", "logprobs": true})", "logprobs", "integer"},
-      {P, R"({"prompt": "x", "echo": true})", "echo", "not supported"},
+      {P, R"({"prompt": "x", "echo": 1})", "echo", "boolean"},
+      {P, R"({"prompt": "x", "max_tokens": -1})", "max_tokens", "integer in [0,"},
+      {C, "{" + kMsgs + R"(, "max_tokens": 0})", "max_tokens", "integer in [1,"},
       {P, R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
       {P, R"({"prompt": "x", "best_of": 3})", "best_of", "best_of=1"},
       {P, R"({"prompt": "x", "n": 1.5})", "n", "integer"},
@@ -286,6 +288,18 @@ TEST(RequestParse, ToolsToolChoiceAndToolHistory) {
   EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "none"})").tool_choice, ToolChoice::kNone);
   EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "tool_choice": "required"})").tool_choice,
             ToolChoice::kRequired);
+}
+
+TEST(RequestParse, EchoWithLogprobsScoresThePrompt) {
+  auto r = completion(R"({"prompt": "x", "echo": true, "logprobs": 3, "max_tokens": 0})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.generation.prompt_logprobs, 3);
+  EXPECT_EQ(r.generation.max_tokens, 0);
+  r = completion(R"({"prompt": "x", "echo": true})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.generation.prompt_logprobs, -1);  // no logprobs: nothing to score
+  r = completion(R"({"prompt": "x", "logprobs": 1})");
+  EXPECT_EQ(r.generation.prompt_logprobs, -1);  // no echo: the prompt is not reported
 }
 
 }  // namespace

@@ -81,6 +81,39 @@ TEST(Response, ChatLogprobsCarryBytesAndValidTokenText) {
   EXPECT_NO_THROW(dump(j));
 }
 
+// echo: the prompt before the text, its tokens first in the logprob arrays (the first
+// with null), offsets into the echoed text without BOS / leading-space surplus.
+TEST(Response, EchoPutsThePromptFirstWholeOrStreamed) {
+  engine::TokenLogprob once{5, " Once", -0.25f, {{5, -0.25f}}}, upon{6, " upon", -0.5f, {}};
+  engine::TokenLogprob comma{7, ",", -0.75f, {}};
+  for (bool streamed : {false, true}) {
+    ResponseBuilder b(request(Endpoint::kCompletion, streamed, false, true), "cmpl-1", 1, "m", piece);
+    b.set_echo("Once upon", "<s>");
+    b.add_prompt_logprobs({once, upon});
+    json lp, text;
+    if (streamed) {
+      EXPECT_TRUE(b.echo_pending());
+      const json d1 = b.delta_chunk(",", {comma});
+      EXPECT_FALSE(b.echo_pending());
+      const json d2 = b.delta_chunk(" x", {});
+      text = d1["choices"][0]["text"];
+      lp = d1["choices"][0]["logprobs"];
+      EXPECT_EQ(d2["choices"][0]["text"], " x");  // the echo went once
+    } else {
+      const json j = b.full(",", {comma}, FinishReason::kLength, {2, 1, 0});
+      text = j["choices"][0]["text"];
+      lp = j["choices"][0]["logprobs"];
+    }
+    EXPECT_EQ(text, "Once upon,");
+    EXPECT_EQ(lp["tokens"], json::array({"<s>", " Once", " upon", ","}));
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    EXPECT_EQ(lp["token_logprobs"][2], json(-0.5f));
+    EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+    EXPECT_EQ(lp["top_logprobs"][1]["<5>"], json(-0.25f));
+    EXPECT_EQ(lp["text_offset"], json::array({0, 0, 4, 9}));
+  }
+}
+
 TEST(Response, TextCompletionAndLegacyLogprobs) {
   ResponseBuilder b(request(Endpoint::kCompletion, true, false, true), "cmpl-1", 1, "m", piece);
   EXPECT_TRUE(b.start_chunks().empty());
