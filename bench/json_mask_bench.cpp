@@ -1,6 +1,7 @@
-// JSON mode's per-token cost (sampling/json_constraint.h): one mask over a real
-// vocabulary (../shared/reference/vocab, run from the repository root), in the states a
-// JSON answer spends its tokens in: inside a string, and where a value must start.
+// JSON mode's per-token cost (sampling/json_constraint.h), plain and with a JSON Schema:
+// one mask over a real vocabulary (../shared/reference/vocab, run from the repository
+// root), in the states a JSON answer spends its tokens in: inside a string, and where a
+// value must start.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "sampling/json_constraint.h"
+#include "sampling/json_schema.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -25,7 +27,8 @@ std::shared_ptr<const keel::sampling::TokenBytes> vocab_bytes(const std::string&
   return std::make_shared<const keel::sampling::TokenBytes>(std::move(bytes), std::move(end));
 }
 
-// args: vocabulary (0 llama-spm, 1 gpt-2), state (0 inside a string, 1 a value must start)
+// args: vocabulary (0 llama-spm, 1 gpt-2), state (0 inside a string, 1 a value must start),
+// schema (0 none: JSON mode; 1 an object schema with a string, an integer and an enum).
 void BM_JsonMask(benchmark::State& state) {
   static const char* names[] = {"llama-spm", "gpt-2"};
   std::shared_ptr<const keel::sampling::TokenBytes> v;
@@ -35,7 +38,13 @@ void BM_JsonMask(benchmark::State& state) {
     state.SkipWithError(e.what());
     return;
   }
-  keel::sampling::JsonConstraint c(v);
+  keel::sampling::JsonConstraintSpec spec;
+  if (state.range(2) == 1) {
+    spec.schema = keel::sampling::JsonSchema::compile(
+        R"({"type": "object", "properties": {"answer": {"type": "string"}, "n": {"type": "integer"},
+            "mood": {"enum": ["happy", "sad"]}}, "required": ["answer", "n", "mood"]})");
+  }
+  keel::sampling::JsonConstraint c(v, spec);
   // Feed a prefix byte by byte through single-byte tokens of the vocabulary.
   const std::string prefix = state.range(1) == 0 ? "{\"answer\": \"The sky is" : "{\"answer\":";
   for (char ch : prefix) {
@@ -52,8 +61,8 @@ void BM_JsonMask(benchmark::State& state) {
     c.mask(logits);
     benchmark::DoNotOptimize(logits.data());
   }
-  state.SetLabel(names[state.range(0)]);
+  state.SetLabel(std::string(names[state.range(0)]) + (state.range(2) ? " schema" : ""));
 }
-BENCHMARK(BM_JsonMask)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JsonMask)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace

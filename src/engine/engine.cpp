@@ -65,8 +65,9 @@ RequestHandle Engine::submit(Request request) {
   for (const std::string& s : request.stop) {
     if (s.empty()) throw invalid("stop strings must not be empty");
   }
-  if (!request.json_preludes.empty() && !request.json_object) {
-    throw invalid("json_preludes need json_object: a prelude leads into the JSON object");
+  const auto& jc = request.json_constraint;
+  if ((jc.schema || !jc.preludes.empty()) && !request.json_object) {
+    throw invalid("a JSON schema or preludes need json_object (they shape the JSON object)");
   }
   request.sampling.validate();
   for (const auto& [token, bias] : request.sampling.logit_bias) {

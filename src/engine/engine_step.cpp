@@ -267,7 +267,7 @@ void Engine::Impl::admit(QueuedRequest job) {
     slot.sampler = std::make_unique<sampling::Sampler>(slot.request.sampling);
     slot.sampler->accept(slot.tokens);
     if (slot.request.json_object) {
-      slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes(), slot.request.json_preludes);
+      slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes(), slot.request.json_constraint);
     }
     slot.decoder = backend->make_decoder();
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sampling/json_constraint.h"
 #include "sampling/params.h"
 
 namespace keel::engine {
@@ -33,7 +34,7 @@ struct Request {
   std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool json_object = false;           // output constrained to one JSON object (sampling/json_constraint.h)
-  std::vector<std::string> json_preludes;  // json_object only: the output first is exactly one of these (prefix-free)
+  sampling::JsonConstraintSpec json_constraint;  // json_object only: a schema, preludes (sampling/json_constraint.h)
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 

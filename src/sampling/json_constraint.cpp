@@ -25,25 +25,54 @@ TokenBytes::TokenBytes(std::vector<std::string> b, std::vector<uint8_t> e) : byt
   }
 }
 
-JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab, std::vector<std::string> preludes)
-    : vocab_(std::move(vocab)), preludes_(std::move(preludes)), in_prelude_(!preludes_.empty()) {
+ObjectChecker::ObjectChecker(std::shared_ptr<const JsonSchema> schema) {
+  if (schema) state_.emplace<SchemaPrefix>(std::move(schema));
+}
+
+bool ObjectChecker::feed(std::string_view bytes) {
+  return std::visit([&](auto& s) { return s.feed(bytes); }, state_);
+}
+bool ObjectChecker::feed_byte(uint8_t c) {
+  return std::visit([&](auto& s) { return s.feed_byte(c); }, state_);
+}
+bool ObjectChecker::complete() const {
+  return std::visit([](const auto& s) { return s.complete(); }, state_);
+}
+bool ObjectChecker::in_plain_string() const {
+  return std::visit([](const auto& s) { return s.in_plain_string(); }, state_);
+}
+
+JsonConstraint::JsonConstraint(std::shared_ptr<const TokenBytes> vocab, JsonConstraintSpec spec)
+    : vocab_(std::move(vocab)), spec_(std::move(spec)), in_prelude_(!spec_.preludes.empty()), state_(spec_.schema) {
   if (!vocab_) throw Error(ErrorCode::kInvalidArgument, "json constraint: no token table");
-  for (size_t i = 0; i < preludes_.size(); ++i) {
-    if (preludes_[i].empty()) throw Error(ErrorCode::kInvalidArgument, "json constraint: empty prelude");
-    for (size_t j = 0; j < preludes_.size(); ++j) {
-      if (i != j && preludes_[j].starts_with(preludes_[i])) {
-        throw Error(ErrorCode::kInvalidArgument, "json constraint: prelude '" + preludes_[i] +
-                                                     "' is a prefix of '" + preludes_[j] + "'");
+  const auto& preludes = spec_.preludes;
+  if (!spec_.prelude_schemas.empty() && spec_.prelude_schemas.size() != preludes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "json constraint: " + std::to_string(spec_.prelude_schemas.size()) +
+                                                 " prelude schemas for " + std::to_string(preludes.size()) + " preludes");
+  }
+  for (size_t i = 0; i < preludes.size(); ++i) {
+    if (preludes[i].empty()) throw Error(ErrorCode::kInvalidArgument, "json constraint: empty prelude");
+    for (size_t j = 0; j < preludes.size(); ++j) {
+      if (i != j && preludes[j].starts_with(preludes[i])) {
+        throw Error(ErrorCode::kInvalidArgument, "json constraint: prelude '" + preludes[i] +
+                                                     "' is a prefix of '" + preludes[j] + "'");
       }
     }
   }
+}
+
+ObjectChecker JsonConstraint::checker_after(const std::string& prelude) const {
+  for (size_t i = 0; i < spec_.prelude_schemas.size(); ++i) {
+    if (spec_.preludes[i] == prelude) return ObjectChecker(spec_.prelude_schemas[i] ? spec_.prelude_schemas[i] : spec_.schema);
+  }
+  return state_;
 }
 
 bool JsonConstraint::feed_prelude(std::string* typed, std::string_view bytes, size_t* rest) const {
   for (size_t i = 0; i < bytes.size(); ++i) {
     typed->push_back(bytes[i]);
     bool prefix = false;
-    for (const std::string& p : preludes_) {
+    for (const std::string& p : spec_.preludes) {
       if (!p.starts_with(*typed)) continue;
       if (p.size() == typed->size()) {
         *rest = i + 1;
@@ -68,7 +97,7 @@ void JsonConstraint::mask_prelude(std::span<float> logits) const {
       size_t rest = 0;
       allowed = feed_prelude(&typed, bytes, &rest);
       if (allowed && rest != std::string_view::npos && rest < bytes.size()) {
-        JsonPrefix probe = state_;
+        ObjectChecker probe = checker_after(typed);
         allowed = probe.feed(std::string_view(bytes).substr(rest));
       }
     }
@@ -87,10 +116,10 @@ void JsonConstraint::mask(std::span<float> logits) const {
   // Which bytes may come next, and after a space (most word pieces start with one): most
   // tokens fail on their first or second byte, and those need no probe.
   std::array<bool, 256> first_ok, after_space_ok;
-  JsonPrefix after_space = state_;
+  ObjectChecker after_space = state_;
   const bool space_ok = after_space.feed_byte(' ');
   for (int b = 0; b < 256; ++b) {
-    JsonPrefix probe = state_;
+    ObjectChecker probe = state_;
     first_ok[static_cast<size_t>(b)] = probe.feed_byte(static_cast<uint8_t>(b));
     probe = after_space;
     after_space_ok[static_cast<size_t>(b)] = space_ok && probe.feed_byte(static_cast<uint8_t>(b));
@@ -109,7 +138,7 @@ void JsonConstraint::mask(std::span<float> logits) const {
     } else if (done || vocab_->bytes[t].empty() || cannot_start(vocab_->bytes[t])) {
       allowed = false;
     } else {
-      JsonPrefix probe = state_;
+      ObjectChecker probe = state_;
       allowed = probe.feed(vocab_->bytes[t]);
     }
     if (!allowed) logits[t] = kMasked;
@@ -128,13 +157,14 @@ void JsonConstraint::accept(int32_t token) {
     size_t rest = 0;
     if (!feed_prelude(&typed_, bytes, &rest)) {
       // Off every prelude (a token mask() did not allow): nothing continues it.
-      preludes_.clear();
       in_prelude_ = false;
+      state_ = ObjectChecker();
       state_.feed("}");
       return;
     }
     if (rest == std::string_view::npos) return;
     in_prelude_ = false;
+    state_ = checker_after(typed_);
     bytes = bytes.substr(rest);
   }
   state_.feed(bytes);

@@ -16,10 +16,13 @@
 //  - Cost: one pass over the vocabulary per token, probing each allowed-so-far token's
 //    bytes on a copy of the parser state — except tokens whose first byte cannot come next
 //    and, inside a string (where JSON answers spend most tokens), the string-safe ones.
+//  - Optional schema (JsonConstraintSpec::schema): the object must also be valid for that
+//    JSON Schema (sampling/schema_prefix.h: what is enforced, properties in order).
 //  - Optional prelude: when `preludes` is non-empty, the output must first be exactly one
 //    of those strings (they must be prefix-free, e.g. `get_weather", "arguments": `),
-//    then the object — how a required function call picks its name. While in the prelude
-//    every token is probed (preludes are short, so this lasts a few tokens).
+//    then the object — how a required function call picks its name; prelude_schemas[i]
+//    (when given) is the schema of the object after prelude i. While in the prelude every
+//    token is probed (preludes are short, so this lasts a few tokens).
 //  - Not thread-safe; owned by its request (the engine thread).
 #pragma once
 
@@ -27,9 +30,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "sampling/json_prefix.h"
+#include "sampling/schema_prefix.h"
 
 namespace keel::sampling {
 
@@ -41,11 +47,31 @@ struct TokenBytes {
   std::vector<uint8_t> string_safe; // [n_vocab]: no '"', and a plain string stays one after it
 };
 
+// What the constrained output must be (see JsonConstraint's contract).
+struct JsonConstraintSpec {
+  std::shared_ptr<const JsonSchema> schema;  // null: any JSON object
+  std::vector<std::string> preludes;
+  std::vector<std::shared_ptr<const JsonSchema>> prelude_schemas;  // empty, or one per prelude (null: any object)
+};
+
+// The object being checked: any JSON object, or one valid for a schema.
+class ObjectChecker {
+ public:
+  explicit ObjectChecker(std::shared_ptr<const JsonSchema> schema = nullptr);
+  bool feed(std::string_view bytes);
+  bool feed_byte(uint8_t c);
+  bool complete() const;
+  bool in_plain_string() const;
+
+ private:
+  std::variant<JsonPrefix, SchemaPrefix> state_;
+};
+
 class JsonConstraint {
  public:
-  // Throws kInvalidArgument for a null table, or preludes that are empty strings or not
-  // prefix-free.
-  explicit JsonConstraint(std::shared_ptr<const TokenBytes> vocab, std::vector<std::string> preludes = {});
+  // Throws kInvalidArgument for a null table, preludes that are empty strings or not
+  // prefix-free, or prelude_schemas of another count than preludes.
+  explicit JsonConstraint(std::shared_ptr<const TokenBytes> vocab, JsonConstraintSpec spec = {});
 
   void mask(std::span<float> logits) const;
   void accept(int32_t token);
@@ -58,11 +84,14 @@ class JsonConstraint {
   bool feed_prelude(std::string* typed, std::string_view bytes, size_t* rest) const;
   void mask_prelude(std::span<float> logits) const;
 
+  // The checker for what follows the prelude typed so far (it is whole).
+  ObjectChecker checker_after(const std::string& prelude) const;
+
   std::shared_ptr<const TokenBytes> vocab_;
-  std::vector<std::string> preludes_;
+  JsonConstraintSpec spec_;
   bool in_prelude_ = false;
   std::string typed_;  // prelude bytes so far
-  JsonPrefix state_;
+  ObjectChecker state_;
 };
 
 }  // namespace keel::sampling

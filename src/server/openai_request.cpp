@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sampling/json_schema.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 
@@ -108,6 +109,45 @@ void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
   }
 }
 
+// response_format {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}:
+// the schema compiled (sampling/json_schema.h); what cannot be enforced is a 400.
+template <typename Json>
+std::shared_ptr<const sampling::JsonSchema> parse_json_schema(const Json& rf) {
+  auto js = rf.find("json_schema");
+  if (js == rf.end() || !js->is_object()) {
+    throw bad_request("response_format", "response_format json_schema needs a 'json_schema' object", "invalid_type");
+  }
+  auto schema = js->find("schema");
+  if (schema == js->end() || schema->is_null()) {
+    return sampling::JsonSchema::compile(R"({"type": "object"})");  // no schema given: any object
+  }
+  try {
+    return sampling::JsonSchema::compile(schema->dump());
+  } catch (const keel::Error& e) {
+    throw bad_request("response_format", std::string("response_format ") + e.what());
+  }
+}
+
+// The schemas again from the body's text with their keys in the client's order (the
+// request was validated already; only the texts change).
+void keep_schema_order(std::string_view raw_body, CompletionRequest* req) {
+  const bool schema = req->generation.json_constraint.schema != nullptr;
+  if (raw_body.empty() || (req->tools.empty() && !schema)) return;
+  const auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+  if (ordered.is_discarded() || !ordered.is_object()) return;
+  try {  // .at(): the shapes were checked on `body`; a mismatch throws, never aborts
+    for (size_t i = 0; i < req->tools.size(); ++i) {
+      const auto& fn = ordered.at("tools").at(i).at("function");
+      if (fn.contains("parameters") && fn.at("parameters").is_object()) {
+        req->tools[i].parameters = fn.at("parameters").dump();
+      }
+    }
+    if (schema) req->generation.json_constraint.schema = parse_json_schema(ordered.at("response_format"));
+  } catch (const nlohmann::json::exception&) {
+    // Keep the sorted-key texts.
+  }
+}
+
 // Fields shared by both endpoints.
 void parse_common(const json& body, const RequestLimits& limits, CompletionRequest* req) {
   const JsonFields f(body);
@@ -125,7 +165,8 @@ void parse_common(const json& body, const RequestLimits& limits, CompletionReque
     if (*type == "json_object") {
       gen.json_object = true;
     } else if (*type == "json_schema") {
-      throw unsupported("response_format", "response_format json_schema is not supported; json_object is");
+      gen.json_object = true;
+      gen.json_constraint.schema = parse_json_schema(*rf);
     } else if (*type != "text") {
       throw bad_request("response_format", "response_format type must be text, json_object or json_schema, got " +
                                                describe(*type));
@@ -425,13 +466,14 @@ void parse_prompt(const json& body, const RequestLimits& limits, CompletionReque
 
 }  // namespace
 
-CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits) {
+CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits, std::string_view raw_body) {
   CompletionRequest req;
   req.endpoint = Endpoint::kChat;
   req.messages = parse_messages(body);
   parse_common(body, limits, &req);
   req.tools = parse_tools(body);
   parse_tool_choice(body, &req);
+  keep_schema_order(raw_body, &req);
   const JsonFields f(body);
   req.generation.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, 20)) {
@@ -443,7 +485,7 @@ CompletionRequest parse_chat_request(const json& body, const RequestLimits& limi
   return req;
 }
 
-CompletionRequest parse_completion_request(const json& body, const RequestLimits& limits) {
+CompletionRequest parse_completion_request(const json& body, const RequestLimits& limits, std::string_view raw_body) {
   CompletionRequest req;
   req.endpoint = Endpoint::kCompletion;
   parse_prompt(body, limits, &req);
@@ -457,6 +499,7 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
   req.echo = f.boolean("echo").value_or(false);
   // Echoed prompts report their tokens' logprobs too (the engine scores the prompt).
   if (req.echo && n) req.generation.prompt_logprobs = static_cast<int32_t>(*n);
+  keep_schema_order(raw_body, &req);
   return req;
 }
 

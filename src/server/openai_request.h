@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chat/tools.h"
@@ -77,7 +78,11 @@ struct RequestLimits {
   int32_t max_prompts = 64;  // completions: prompts in one request (each with n choices)
 };
 
-CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits);
-CompletionRequest parse_completion_request(const json& body, const RequestLimits& limits);
+// `raw_body` (the text `body` was parsed from), when given, keeps the key order of JSON
+// Schemas (tool parameters, response_format json_schema) — `json` sorts keys, and
+// objects are written in their schema's property order.
+CompletionRequest parse_chat_request(const json& body, const RequestLimits& limits, std::string_view raw_body = {});
+CompletionRequest parse_completion_request(const json& body, const RequestLimits& limits,
+                                           std::string_view raw_body = {});
 
 }  // namespace keel::server

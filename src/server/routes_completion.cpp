@@ -270,8 +270,8 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
     const json body = parse_body(req.body);
     RequestLimits limits;
     limits.n_vocab = info.n_vocab;
-    CompletionRequest request = endpoint == Endpoint::kChat ? parse_chat_request(body, limits)
-                                                            : parse_completion_request(body, limits);
+    CompletionRequest request = endpoint == Endpoint::kChat ? parse_chat_request(body, limits, req.body)
+                                                            : parse_completion_request(body, limits, req.body);
     const ToolCallPlan tool_plan = plan_tool_calls(&request, info.tool_syntax);
     auto call = std::make_shared<Call>(s, request.include_usage);
     const std::string id = make_response_id(endpoint);

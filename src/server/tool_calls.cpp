@@ -2,9 +2,27 @@
 
 #include <random>
 
+#include "core/log.h"
+#include "sampling/json_schema.h"
 #include "server/api_error.h"
 
 namespace keel::server {
+
+namespace {
+
+// The schema a forced call's arguments follow: the function's parameters, or any object
+// when they use what the schema compiler cannot enforce (a call that parses beats a 400
+// for a schema OpenAI would take without `strict`).
+std::shared_ptr<const sampling::JsonSchema> arguments_schema(const chat::ToolSpec& tool) {
+  try {
+    return sampling::JsonSchema::compile(tool.parameters);
+  } catch (const keel::Error& e) {
+    log_warn("server: function '" + tool.name + "': arguments constrained to any JSON object: " + e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
 
 ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax) {
   ToolCallPlan plan;
@@ -21,22 +39,25 @@ ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax
 
   // One call is required: its opening goes into the prompt, the name is constrained to
   // the allowed ones and the arguments to one JSON object; the closing is implied.
-  std::vector<std::string> names;
-  if (request->tool_choice == ToolChoice::kFunction) {
-    names.push_back(request->tool_choice_name);
-  } else {
-    for (const chat::ToolSpec& t : request->tools) names.push_back(t.name);
+  std::vector<const chat::ToolSpec*> allowed;
+  for (const chat::ToolSpec& t : request->tools) {
+    if (request->tool_choice != ToolChoice::kFunction || t.name == request->tool_choice_name) allowed.push_back(&t);
   }
   plan.forced = true;
   plan.forced_prefix = chat::call_opening(syntax);
-  if (names.size() == 1) {
-    plan.forced_prefix += names.front() + chat::call_name_end(syntax);
+  auto& constraint = request->generation.json_constraint;
+  if (allowed.size() == 1) {
+    plan.forced_prefix += allowed.front()->name + chat::call_name_end(syntax);
+    constraint.schema = arguments_schema(*allowed.front());
   } else {
-    for (const std::string& n : names) plan.json_preludes.push_back(n + chat::call_name_end(syntax));
+    for (const chat::ToolSpec* t : allowed) {
+      plan.json_preludes.push_back(t->name + chat::call_name_end(syntax));
+      constraint.prelude_schemas.push_back(arguments_schema(*t));
+    }
   }
   request->assistant_prefix = plan.forced_prefix;
   request->generation.json_object = true;
-  request->generation.json_preludes = plan.json_preludes;
+  constraint.preludes = plan.json_preludes;
   return plan;
 }
 

@@ -9,15 +9,28 @@ requireModel();
 const server = await startServer(['-c', '1024', '-np', '2', '--heartbeat', '0.05']);
 const api = client(OpenAI, server);
 
+// Arguments without free strings: a forced call always completes on the tiny model.
 const TOOLS = [
   { type: 'function', function: { name: 'get_weather', description: 'Current weather of a city',
-    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+    parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Oslo'] }, unit: { enum: ['c', 'f'] } },
+      required: ['city', 'unit'] } } },
   { type: 'function', function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: {} } } },
 ];
+// What the schemas allow, checked on the parsed arguments.
+function checkArguments(call) {
+  const args = JSON.parse(call.function.arguments);
+  if (call.function.name === 'get_weather') {
+    assert.deepEqual(Object.keys(args), ['city', 'unit']);
+    assert.ok(['Paris', 'Oslo'].includes(args.city) && ['c', 'f'].includes(args.unit), call.function.arguments);
+  } else {
+    assert.equal(typeof args, 'object');
+  }
+  return args;
+}
 const MESSAGES = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
-// The tiny story model never closes an object by itself: a bias on '}' makes it close the
-// arguments as soon as the constraint allows, so a forced call completes.
+// get_time's arguments are any object, which the tiny story model never closes by itself:
+// a bias on '}' closes it as soon as the constraint allows.
 const tok = await (await fetch(`${server.baseURL}/tokenize`, { method: 'POST',
   body: JSON.stringify({ content: '}', with_pieces: true }) })).json();
 const CLOSE_BIAS = { [tok.tokens.find((t) => t.piece === '}').id]: 100 };
@@ -55,7 +68,7 @@ await runCases([
     assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
     assert.equal(call.type, 'function');
     assert.ok(['get_weather', 'get_time'].includes(call.function.name), call.function.name);
-    assert.deepEqual(JSON.parse(call.function.arguments), {});
+    checkArguments(call);
     const streamed = await streamedCalls(await api.chat.completions.create({ ...req, stream: true }));
     assert.equal(streamed.finish, 'tool_calls');
     assert.equal(streamed.content, '');
@@ -67,15 +80,16 @@ await runCases([
     const final = await api.chat.completions.stream({ ...req, stream: true }).finalChatCompletion();
     assert.equal(final.choices[0].message.tool_calls[0].function.name, call.function.name);
   }],
-  ['tool_choice naming a function calls that one; n choices each call it', async () => {
+  ['tool_choice naming a function calls that one, arguments per its schema; n choices each call it', async () => {
     for (const name of ['get_weather', 'get_time']) {
       const r = await api.chat.completions.create({ model: 'x', messages: MESSAGES, tools: TOOLS, temperature: 0.7,
-        seed: 9, n: 2, max_tokens: 64, logit_bias: CLOSE_BIAS, tool_choice: { type: 'function', function: { name } } });
+        seed: 9, n: 2, max_tokens: 200, logit_bias: name === 'get_time' ? CLOSE_BIAS : undefined,
+        tool_choice: { type: 'function', function: { name } } });
       assert.equal(r.choices.length, 2);
       for (const c of r.choices) {
         assert.equal(c.finish_reason, 'tool_calls');
         assert.equal(c.message.tool_calls[0].function.name, name);
-        assert.equal(typeof JSON.parse(c.message.tool_calls[0].function.arguments), 'object');
+        checkArguments(c.message.tool_calls[0]);
       }
       assert.notEqual(r.choices[0].message.tool_calls[0].id, r.choices[1].message.tool_calls[0].id);
     }

@@ -74,7 +74,7 @@ TEST(EngineJsonMode, PreludesLeadIntoTheObjectWhateverTheBatch) {
   const std::vector<std::string> preludes = {"k\": ", "x\":"};
   auto request = [&](uint64_t seed) {
     Request r = json_request(seed);
-    r.json_preludes = preludes;
+    r.json_constraint.preludes = preludes;
     return r;
   };
   const std::vector<Outcome> solo = run_alone(request, 10);
@@ -92,7 +92,7 @@ TEST(EngineJsonMode, PreludesLeadIntoTheObjectWhateverTheBatch) {
   o.n_parallel = 4;
   Engine engine(std::make_unique<FakeBackend>(json_pieces()), o);
   Request bad = make_request({1, 5}, 10, 1, 0.9f);
-  bad.json_preludes = preludes;  // without json_object: refused at submit
+  bad.json_constraint.preludes = preludes;  // without json_object: refused at submit
   EXPECT_THROW(engine.submit(std::move(bad)), keel::Error);
   std::vector<RequestHandle> handles;
   for (uint64_t seed = 1; seed <= 10; ++seed) handles.push_back(engine.submit(request(seed)));

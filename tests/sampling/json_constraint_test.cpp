@@ -298,8 +298,8 @@ TEST(JsonConstraint, SampledTextsAlwaysParse) {
 TEST(JsonConstraint, PreludeThenObjectMatchesTheOracle) {
   auto v = toy_vocab();
   const std::vector<std::string> preludes = {"ab\": ", "b\":", "aa"};
-  EXPECT_THROW(JsonConstraint(v, {"ab", "abc"}), Error);  // not prefix-free
-  EXPECT_THROW(JsonConstraint(v, {""}), Error);
+  EXPECT_THROW(JsonConstraint(v, {nullptr, {"ab", "abc"}, {}}), Error);  // not prefix-free
+  EXPECT_THROW(JsonConstraint(v, {nullptr, {""}, {}}), Error);
   enum class Verdict { kNo, kPrefix, kComplete };
   const auto judge = [&](const std::string& text) {
     for (const std::string& p : preludes) {
@@ -318,7 +318,7 @@ TEST(JsonConstraint, PreludeThenObjectMatchesTheOracle) {
   int completed = 0;
   std::set<std::string> chosen;
   for (int walk = 0; walk < 300; ++walk) {
-    JsonConstraint c(v, preludes);
+    JsonConstraint c(v, {nullptr, preludes, {}});
     std::string text;
     for (int step = 0; step < 40; ++step) {
       std::vector<float> logits(v->bytes.size(), 0.0f);

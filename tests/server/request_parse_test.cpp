@@ -115,8 +115,11 @@ std::vector<BadCase> bad_cases() {
        "messages[0].tool_calls[0].function.name", "must be a string"},
       {C, R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls", "must be an array"},
       {P, R"({"prompt": "x", "tools": [{"function": {"name": "f"}}]})", "tools", "chat completions"},
-      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
-       "response_format", "not supported"},
+      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string"}}}})",
+       "response_format", "root must be an object"},
+      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"allOf": []}}}}}})",
+       "response_format", "'allOf' is not supported"},
+      {C, "{" + kMsgs + R"(, "response_format": {"type": "json_schema"}})", "response_format", "needs a 'json_schema' object"},
       {C, "{" + kMsgs + R"(, "response_format": {"type": "yaml"}})", "response_format", "must be text, json_object"},
       {C, "{" + kMsgs + R"(, "response_format": {}})", "response_format", "string 'type'"},
       {P, R"({"prompt": "x", "response_format": {"type": 1}})", "response_format", "string 'type'"},
@@ -168,6 +171,11 @@ TEST(RequestParse, ResponseFormatJsonObjectConstrainsTheOutput) {
   EXPECT_TRUE(completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})").generation.json_object);
   EXPECT_FALSE(chat("{" + kMsgs + R"(, "response_format": {"type": "text"}})").generation.json_object);
   EXPECT_FALSE(chat("{" + kMsgs + "}").generation.json_object);
+  const auto schema = chat("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}})");
+  EXPECT_TRUE(schema.generation.json_object);
+  ASSERT_TRUE(schema.generation.json_constraint.schema);
+  EXPECT_EQ(schema.generation.json_constraint.schema->node(0).kind, sampling::SchemaNode::Kind::kObject);
 }
 
 TEST(RequestParse, ChatFieldsMapToTheEngineRequest) {

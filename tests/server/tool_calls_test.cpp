@@ -42,7 +42,7 @@ TEST(ToolCallPlan, RequiredConstrainsTheNameToTheListedOnes) {
   EXPECT_TRUE(plan.forced);
   EXPECT_EQ(r.assistant_prefix, "<tool_call>\n{\"name\": \"");
   EXPECT_TRUE(r.generation.json_object);
-  EXPECT_EQ(r.generation.json_preludes,
+  EXPECT_EQ(r.generation.json_constraint.preludes,
             (std::vector<std::string>{"get_weather\", \"arguments\": ", "get_time\", \"arguments\": "}));
 }
 
@@ -51,7 +51,7 @@ TEST(ToolCallPlan, NamedFunctionGoesIntoThePrompt) {
   plan_tool_calls(&r, ToolSyntax::kLlama3);
   EXPECT_EQ(r.assistant_prefix, "{\"name\": \"get_time\", \"parameters\": ");
   EXPECT_TRUE(r.generation.json_object);
-  EXPECT_TRUE(r.generation.json_preludes.empty());
+  EXPECT_TRUE(r.generation.json_constraint.preludes.empty());
 }
 
 TEST(ToolCallPlan, FormatWithoutCallSyntaxIsA400) {
