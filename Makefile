@@ -35,8 +35,8 @@ serve: build
 # Sanitizer build: the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Only the modules below are built and run under the sanitizers by default (CI time);
 # SAN_LABELS / SAN_TARGETS widen it.
-SAN_LABELS ?= core|gguf|tensor|kv|kernels|model|engine
-SAN_TARGETS ?= test_core test_gguf test_tensor test_kv test_kernels test_model test_engine
+SAN_LABELS ?= core|gguf|tensor|kv|kernels|model|engine|sampling|chat
+SAN_TARGETS ?= test_core test_gguf test_tensor test_kv test_kernels test_model test_engine test_sampling test_chat
 sanitize-test: setup
 	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_SANITIZE=ON -DKEEL_BUILD_BENCH=OFF
 	cmake --build build-san -j $(JOBS) --target $(SAN_TARGETS)

@@ -96,15 +96,14 @@ void SchemaPrefix::value_done(Stack s, std::vector<Stack>* out, const uint8_t* r
   }
 }
 
-void SchemaPrefix::begin_value(Stack s, int32_t node, uint8_t c, std::vector<Stack>* out, int depth) const {
-  if (s.frames.size() >= kMaxDepth) return;
+void SchemaPrefix::begin_value(Stack s, int32_t node, uint8_t c, std::vector<Stack>* out, int64_t* budget) const {
+  if (s.frames.size() >= kMaxDepth || --*budget < 0) return;
   const SchemaNode& n = schema_->node(node);
   Frame f;
   f.node = node;
   switch (n.kind) {
     case SchemaNode::Kind::kAnyOf:
-      if (depth > 32) return;
-      for (int32_t alt : n.alternatives) begin_value(s, alt, c, out, depth + 1);
+      for (int32_t alt : n.alternatives) begin_value(s, alt, c, out, budget);
       return;
     case SchemaNode::Kind::kObject:
       if (c != '{') return;
@@ -168,7 +167,8 @@ void SchemaPrefix::step(Stack s, uint8_t c, std::vector<Stack>* out) const {
     case Frame::Kind::kValue: {
       const int32_t node = f.node;
       s.frames.pop_back();
-      return begin_value(std::move(s), node, c, out, 0);
+      int64_t budget = kMaxVisits;
+      return begin_value(std::move(s), node, c, out, &budget);
     }
     case Frame::Kind::kLeaf: {
       JsonPrefix could_end = f.leaf;
@@ -273,7 +273,8 @@ void SchemaPrefix::step(Stack s, uint8_t c, std::vector<Stack>* out) const {
       if (n.max_items >= 0 && f.index >= n.max_items) return;
       f.index += 1;
       f.stage = kArrAfterItem;
-      return begin_value(std::move(s), n.items, c, out, 0);
+      int64_t budget = kMaxVisits;
+      return begin_value(std::move(s), n.items, c, out, &budget);
   }
 }
 

@@ -36,6 +36,7 @@ class SchemaPrefix {
  public:
   static constexpr size_t kMaxStates = 64;
   static constexpr size_t kMaxDepth = 64;
+  static constexpr int64_t kMaxVisits = 256;  // schema nodes visited to start one value
   // Number values of the schema (not free values) are at most this many bytes, so a
   // model cannot run away in digits: integers 16 digits and a sign, numbers 24 bytes.
   static constexpr int64_t kMaxIntegerBytes = 17;
@@ -67,7 +68,9 @@ class SchemaPrefix {
   };
 
   void step(Stack s, uint8_t c, std::vector<Stack>* out) const;
-  void begin_value(Stack s, int32_t node, uint8_t c, std::vector<Stack>* out, int depth) const;
+  // `budget`: node visits left for this value's start — anyOf over shared $refs could
+  // otherwise branch exponentially (a request must not be able to stall the engine).
+  void begin_value(Stack s, int32_t node, uint8_t c, std::vector<Stack>* out, int64_t* budget) const;
   void value_done(Stack s, std::vector<Stack>* out, const uint8_t* redo) const;
   static bool whitespace(Stack* s, uint8_t c);
   static bool number_full(const Frame& f);

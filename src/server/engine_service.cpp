@@ -66,6 +66,7 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
   chat::RenderOptions options;
   // tool_choice "none": the model is not shown the functions (history still renders).
   if (request.tool_choice != ToolChoice::kNone) options.tools = request.tools;
+  if (!request.reasoning_effort.empty()) options.harmony.reasoning_effort = request.reasoning_effort;
   options.add_generation_prompt = true;
   if (tok.add_bos_default()) options.bos_token = special_text(tok, tok.special_ids().bos);
   options.eos_token = special_text(tok, tok.special_ids().eos);

@@ -473,8 +473,17 @@ CompletionRequest parse_chat_request(const json& body, const RequestLimits& limi
   parse_common(body, limits, &req);
   req.tools = parse_tools(body);
   parse_tool_choice(body, &req);
-  keep_schema_order(raw_body, &req);
   const JsonFields f(body);
+  if (auto effort = f.string("reasoning_effort")) {
+    // OpenAI's values; "minimal" reads as low (gpt-oss knows low, medium, high).
+    if (*effort == "minimal") *effort = "low";
+    if (*effort != "low" && *effort != "medium" && *effort != "high") {
+      throw bad_request("reasoning_effort", "'reasoning_effort' must be minimal, low, medium or high, got " +
+                                                describe(*f.get("reasoning_effort")));
+    }
+    req.reasoning_effort = *effort;
+  }
+  keep_schema_order(raw_body, &req);
   req.generation.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, 20)) {
     if (!req.generation.sampling.logprobs) {

@@ -58,6 +58,7 @@ struct CompletionRequest {
   ToolChoice tool_choice = ToolChoice::kNone; // default: auto with tools, none without
   std::string tool_choice_name;               // kFunction: the function that must be called
   bool parallel_tool_calls = true;            // false: at most one call per reply
+  std::string reasoning_effort;               // kChat: low | medium | high (harmony's system block); empty: default
   std::string assistant_prefix;               // kChat: text the reply is made to start with (a forced call)
   std::vector<PromptInput> prompts;           // kCompletion: one or more, each with n choices
   bool echo = false;                          // kCompletion: the prompt goes before the text (and its logprobs first)

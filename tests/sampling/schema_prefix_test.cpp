@@ -122,6 +122,26 @@ TEST(SchemaPrefix, SchemaNumbersAreBoundedButAlwaysFinishable) {
   EXPECT_TRUE(p.complete());
 }
 
+// anyOf over shared $refs, 40 levels deep: 2^40 paths if walked naively; the visit budget
+// keeps each byte's work bounded, and cycles end instead of recursing forever.
+TEST(SchemaPrefix, BranchingAndCyclicRefsStayBounded) {
+  std::string defs;
+  for (int i = 0; i < 40; ++i) {
+    defs += (i ? ", " : "") + std::string("\"d") + std::to_string(i) + "\": {\"anyOf\": [{\"$ref\": \"#/$defs/d" +
+            std::to_string(i + 1) + "\"}, {\"$ref\": \"#/$defs/d" + std::to_string(i + 1) + "\"}]}";
+  }
+  defs += ", \"d40\": {\"type\": \"integer\"}";
+  const auto s = JsonSchema::compile(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": {)" + defs + "}}");
+  SchemaPrefix p(s);
+  EXPECT_TRUE(p.feed(R"({"x": )"));
+  (void)SchemaPrefix(p).feed("1}");  // returns promptly, whatever it decides
+  const auto cyclic = JsonSchema::compile(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
+      "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}})");
+  SchemaPrefix q(cyclic);
+  EXPECT_TRUE(q.feed(R"({"x":)"));
+  EXPECT_FALSE(q.feed("1"));  // a schema that never reaches a value allows none
+}
+
 TEST(SchemaPrefix, PlainStringOnlyInFreeStrings) {
   SchemaPrefix p(person());
   ASSERT_TRUE(p.feed(R"({"na)"));

@@ -111,6 +111,7 @@ std::vector<BadCase> bad_cases() {
       {C, "{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "parallel_tool_calls": 1})", "parallel_tool_calls",
        "boolean"},
       {C, "{" + kMsgs + R"(, "functions": [{"name": "f"}]})", "functions", "use 'tools'"},
+      {C, "{" + kMsgs + R"(, "reasoning_effort": "extreme"})", "reasoning_effort", "minimal, low, medium or high"},
       {C, R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": 3}}]}]})",
        "messages[0].tool_calls[0].function.name", "must be a string"},
       {C, R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls", "must be an array"},
@@ -296,6 +297,12 @@ TEST(RequestParse, ToolsToolChoiceAndToolHistory) {
   EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "none"})").tool_choice, ToolChoice::kNone);
   EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": [{"function": {"name": "f"}}], "tool_choice": "required"})").tool_choice,
             ToolChoice::kRequired);
+}
+
+TEST(RequestParse, ReasoningEffort) {
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "reasoning_effort": "high"})").reasoning_effort, "high");
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "reasoning_effort": "minimal"})").reasoning_effort, "low");
+  EXPECT_EQ(chat("{" + kMsgs + "}").reasoning_effort, "");
 }
 
 TEST(RequestParse, EchoWithLogprobsScoresThePrompt) {
