@@ -141,7 +141,8 @@ json ResponseBuilder::full(const std::string& text,
                            engine::FinishReason reason, const engine::Usage& usage,
                            const std::vector<chat::ToolCall>& calls) const {
   json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0, true)},
-                 {"finish_reason", calls.empty() ? openai_finish_reason(reason) : "tool_calls"}};
+                 {"finish_reason", calls.empty() || reason == engine::FinishReason::kLength
+                                       ? openai_finish_reason(reason) : "tool_calls"}};
   json out;
   if (endpoint_ == Endpoint::kChat) {
     out = envelope("chat.completion");
@@ -199,10 +200,24 @@ json ResponseBuilder::tool_calls_chunk(const std::vector<chat::ToolCall>& calls)
                  {"finish_reason", nullptr}});
 }
 
+json ResponseBuilder::tool_call_delta_chunk(const CallDelta& d) const {
+  json call = {{"index", 0}};
+  if (d.first) {
+    call["id"] = d.id;
+    call["type"] = "function";
+    call["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+  } else {
+    call["function"] = {{"arguments", d.arguments}};
+  }
+  return choice({{"index", index_}, {"delta", {{"tool_calls", json::array({std::move(call)})}}}, {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+}
+
 json ResponseBuilder::finish_chunk(engine::FinishReason reason, bool tool_calls) const {
   if (endpoint_ == Endpoint::kChat) {
     return choice({{"index", index_}, {"delta", json::object()}, {"logprobs", nullptr},
-                   {"finish_reason", tool_calls ? "tool_calls" : openai_finish_reason(reason)}});
+                   {"finish_reason", tool_calls && reason != engine::FinishReason::kLength
+                                         ? "tool_calls" : openai_finish_reason(reason)}});
   }
   return choice({{"text", ""}, {"index", index_}, {"logprobs", nullptr},
                  {"finish_reason", openai_finish_reason(reason)}});

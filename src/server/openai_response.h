@@ -22,6 +22,7 @@
 #include "engine/request.h"
 #include "server/json_io.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 
 namespace keel::server {
 
@@ -52,7 +53,8 @@ class ResponseBuilder {
   bool echo_pending() const { return echo_ && !echo_->sent; }
 
   // Whole (non-streamed) response. With `calls` (chat), the message carries them as
-  // tool_calls (content null when `text` is empty) and finish_reason is "tool_calls".
+  // tool_calls (content null when `text` is empty) and finish_reason is "tool_calls"
+  // ("length" when max_tokens ended it: the arguments may be cut short).
   json full(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs,
             engine::FinishReason reason, const engine::Usage& usage,
             const std::vector<chat::ToolCall>& calls = {}) const;
@@ -62,6 +64,8 @@ class ResponseBuilder {
   json delta_chunk(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs);
   // A chat delta with the calls, each whole (index, id, type, name, arguments).
   json tool_calls_chunk(const std::vector<chat::ToolCall>& calls) const;
+  // A chat delta with part of call 0 (the first part: id, type, name; then arguments).
+  json tool_call_delta_chunk(const CallDelta& delta) const;
   // `tool_calls`: the choice ended in calls (finish_reason "tool_calls").
   json finish_chunk(engine::FinishReason reason, bool tool_calls = false) const;
   json usage_chunk(const engine::Usage& usage) const;

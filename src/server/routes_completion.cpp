@@ -129,6 +129,7 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
       if (!text.empty() || !ev.logprobs.empty() || builder.echo_pending()) {
         out = sse_data(builder.delta_chunk(text, ev.logprobs));
       }
+      if (auto call = choice.tools.take_call_delta()) out += sse_data(builder.tool_call_delta_chunk(*call));
       bool end = false;
       if (ev.kind == Event::Kind::kFinish) {
         if (normal_finish(ev.reason)) {
@@ -136,7 +137,7 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
           if (choice.tools.active()) {
             const chat::ParsedReply reply = choice.tools.finish();
             if (!reply.content.empty()) out += sse_data(builder.delta_chunk(reply.content, {}));
-            if (!reply.calls.empty()) out += sse_data(builder.tool_calls_chunk(reply.calls));
+            if (!reply.calls.empty() && !choice.tools.call_streamed()) out += sse_data(builder.tool_calls_chunk(reply.calls));
             calls = !reply.calls.empty();
           }
           out += sse_data(builder.finish_chunk(ev.reason, calls));

@@ -48,10 +48,12 @@ ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax
   auto& constraint = request->generation.json_constraint;
   if (allowed.size() == 1) {
     plan.forced_prefix += allowed.front()->name + chat::call_name_end(syntax);
+    plan.forced_name = allowed.front()->name;
     constraint.schema = arguments_schema(*allowed.front());
   } else {
     for (const chat::ToolSpec* t : allowed) {
       plan.json_preludes.push_back(t->name + chat::call_name_end(syntax));
+      plan.prelude_names.push_back(t->name);
       constraint.prelude_schemas.push_back(arguments_schema(*t));
     }
   }
@@ -74,11 +76,60 @@ std::string ToolCallReader::push(std::string_view text) {
   return out;
 }
 
+bool ToolCallReader::locate_forced_call() {
+  if (args_from_ != std::string::npos) return true;
+  size_t name_end = 0;
+  if (!plan_.forced_name.empty()) {
+    name_ = plan_.forced_name;
+  } else {
+    for (size_t i = 0; i < plan_.json_preludes.size() && name_.empty(); ++i) {
+      if (generated_.starts_with(plan_.json_preludes[i])) {
+        name_ = plan_.prelude_names[i];
+        name_end = plan_.json_preludes[i].size();
+      }
+    }
+    if (name_.empty()) return false;
+  }
+  const size_t brace = generated_.find('{', name_end);  // JSON mode: only whitespace before it
+  if (brace == std::string::npos) return false;
+  args_from_ = brace;
+  return true;
+}
+
+std::optional<CallDelta> ToolCallReader::take_call_delta() {
+  if (!plan_.active || !plan_.forced || !locate_forced_call()) return std::nullopt;
+  CallDelta d;
+  if (!call_started_) {
+    call_started_ = true;
+    call_id_ = make_call_id();
+    d.first = true;
+    d.id = call_id_;
+    d.name = name_;
+    emitted_ = args_from_;
+  }
+  d.arguments = generated_.substr(emitted_);
+  emitted_ = generated_.size();
+  if (!d.first && d.arguments.empty()) return std::nullopt;
+  return d;
+}
+
 chat::ParsedReply ToolCallReader::finish() {
   if (!plan_.active) return {};
   std::string text = generated_;
   if (plan_.forced) text = plan_.forced_prefix + text + chat::call_closing(plan_.syntax);
   chat::ParsedReply reply = chat::parse_tool_calls(plan_.syntax, text);
+  if (plan_.forced) {
+    // The arguments as written (what a stream sent, even when max_tokens cut them short:
+    // OpenAI's clients then see finish_reason "length"), the id the stream gave.
+    if (locate_forced_call()) {
+      reply.calls = {{call_started_ ? call_id_ : make_call_id(), name_, generated_.substr(args_from_)}};
+      reply.content.clear();
+    } else {
+      reply = {generated_, {}};  // cut before the arguments began
+    }
+    emitted_ = generated_.size();
+    return reply;
+  }
   if (reply.calls.empty()) {
     // No call after all (or a cut-off one): everything not yet streamed is content; a
     // forced call that did not complete (length) shows as the model wrote it.

@@ -18,6 +18,7 @@
 //  - Not thread-safe: one reader per choice, on its response's thread.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,17 @@ struct ToolCallPlan {
   bool forced = false;           // one call is required (json constraint set on the request)
   bool parallel = true;          // false (parallel_tool_calls): only the first call counts
   std::vector<std::string> json_preludes;  // the allowed names' continuations, when several
+  std::vector<std::string> prelude_names;  // the function of each prelude
+  std::string forced_name;                 // the one allowed function (its name is in the prompt)
+};
+
+// A streamed piece of a forced call: the first carries id and name, every one the
+// arguments text written since the last.
+struct CallDelta {
+  bool first = false;
+  std::string id;
+  std::string name;
+  std::string arguments;
 };
 
 // Fills the plan and sets request->generation's JSON constraint and the prompt suffix.
@@ -45,14 +57,27 @@ class ToolCallReader {
 
   bool active() const { return plan_.active; }
   std::string push(std::string_view text);
+  // A forced call streams as it is written: once its function is known, each call
+  // returns the new part (nothing when there is none). Auto-mode calls come from finish().
+  std::optional<CallDelta> take_call_delta();
   // The reply so far as content + calls; in a stream, content already returned by push()
-  // is not repeated in `content`.
+  // is not repeated in `content`. A forced call's arguments are the text the model wrote
+  // (from its '{'), so whole and streamed responses carry the same string.
   chat::ParsedReply finish();
+  // The call finish() returns went out already through take_call_delta().
+  bool call_streamed() const { return call_started_; }
 
  private:
+  // Forced calls: the function and where its arguments start in generated_, once known.
+  bool locate_forced_call();
+
   ToolCallPlan plan_;
   std::string generated_;
   size_t emitted_ = 0;
+  std::string name_;
+  size_t args_from_ = std::string::npos;
+  bool call_started_ = false;
+  std::string call_id_;
 };
 
 // "call_" and 24 random alphanumerics.

@@ -93,6 +93,21 @@ await runCases([
       }
       assert.notEqual(r.choices[0].message.tool_calls[0].id, r.choices[1].message.tool_calls[0].id);
     }
+    // Streamed, a forced call's arguments arrive piece by piece (OpenAI's deltas) and add
+    // up to the whole response's string.
+    const req = { model: 'x', messages: MESSAGES, tools: TOOLS, temperature: 0.7, seed: 3, max_tokens: 200,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } } };
+    const whole = await api.chat.completions.create(req);
+    let pieces = 0;
+    const stream = await api.chat.completions.create({ ...req, stream: true });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) pieces += (chunk.choices[0]?.delta?.tool_calls ?? []).length;
+    const streamed = await streamedCalls((async function* () { yield* chunks; })());
+    assert.ok(pieces > 2, `${pieces} tool_call deltas`);
+    assert.equal(streamed.calls[0].function.arguments, whole.choices[0].message.tool_calls[0].function.arguments);
+    assert.equal(streamed.calls[0].id.length, 29);
+    assert.equal(streamed.finish, 'tool_calls');
   }],
   ["the client's tool runner: call, result sent back, conversation continues", async () => {
     let called = 0;

@@ -121,11 +121,45 @@ TEST(ToolCallReader, ForcedCallIsRebuiltFromItsPrefix) {
   EXPECT_EQ(streamed, "");
   ASSERT_EQ(reply.calls.size(), 1u);
   EXPECT_EQ(reply.calls[0].name, "get_weather");
-  EXPECT_EQ(reply.calls[0].arguments, "{\"city\":\"Oslo\"}");
-  // Cut short (max_tokens): what the model wrote, as content.
+  EXPECT_EQ(reply.calls[0].arguments, "{\"city\": \"Oslo\"}");  // as written
+  // Cut short (max_tokens) inside the arguments: the call as far as it got.
   auto [s2, cut] = run(ToolCallReader(plan), "get_weather\", \"arguments\": {\"ci", 5);
-  EXPECT_TRUE(cut.calls.empty());
-  EXPECT_EQ(cut.content, "get_weather\", \"arguments\": {\"ci");
+  ASSERT_EQ(cut.calls.size(), 1u);
+  EXPECT_EQ(cut.calls[0].arguments, "{\"ci");
+  // Cut before the function was known: what the model wrote, as content.
+  auto [s3, early] = run(ToolCallReader(plan), "get_wea", 5);
+  EXPECT_TRUE(early.calls.empty());
+  EXPECT_EQ(early.content, "get_wea");
+}
+
+// Streamed, a forced call goes out as it is written: id and name once the function is
+// known, then the arguments in pieces that add up to the whole response's string.
+TEST(ToolCallReader, ForcedCallStreamsItsArguments) {
+  CompletionRequest r = chat_with_tools(ToolChoice::kRequired);
+  const ToolCallPlan plan = plan_tool_calls(&r, ToolSyntax::kHermes);
+  const std::string text = "get_time\", \"arguments\":  {\"tz\": \"UTC\"}";
+  for (size_t step : {1u, 4u, 100u}) {
+    ToolCallReader reader(plan);
+    std::vector<CallDelta> deltas;
+    for (size_t i = 0; i < text.size(); i += step) {
+      EXPECT_EQ(reader.push(text.substr(i, step)), "");
+      if (auto d = reader.take_call_delta()) deltas.push_back(*d);
+    }
+    ASSERT_FALSE(deltas.empty());
+    EXPECT_TRUE(deltas[0].first);
+    EXPECT_EQ(deltas[0].name, "get_time");
+    std::string args;
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      EXPECT_EQ(deltas[i].first, i == 0);
+      args += deltas[i].arguments;
+    }
+    EXPECT_EQ(args, "{\"tz\": \"UTC\"}") << step;
+    const chat::ParsedReply reply = reader.finish();
+    EXPECT_TRUE(reader.call_streamed());
+    ASSERT_EQ(reply.calls.size(), 1u);
+    EXPECT_EQ(reply.calls[0].id, deltas[0].id);
+    EXPECT_EQ(reply.calls[0].arguments, args);
+  }
 }
 
 TEST(ToolCallReader, InactivePassesEverythingThrough) {
