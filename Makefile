@@ -1,14 +1,14 @@
 # keel — the two commands a newcomer needs:
 #   make serve   set up, build, and serve a model over HTTP (MODEL=path.gguf to choose one)
 #   make test    set up, build, and run every test
-# Others: make build, make run, make sanitize-test (ASan+UBSan), make fuzz, make bench.
+# Others: make build, make run, make sanitize-test (ASan+UBSan), make fuzz, make fuzz-schema, make bench.
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 MODEL ?=
 PROMPT ?= Once upon a time
 
-.PHONY: setup configure build test run serve sanitize-test fuzz bench clean
+.PHONY: setup configure build test run serve sanitize-test fuzz fuzz-schema bench clean
 
 setup:
 	./scripts/setup.sh
@@ -49,6 +49,13 @@ fuzz: setup
 	mkdir -p build-fuzz/corpus && for f in ../shared/models/*.gguf ../shared/reference/*/model.gguf ../shared/reference/vocab/*.gguf; do \
 	  [ -f "$$f" ] && cp -f "$$f" "build-fuzz/corpus/$$(echo "$$f" | sed 's|^\.\./shared/||; s|/|_|g')"; done; true
 	./build-fuzz/fuzz/fuzz_gguf -max_total_time=$(or $(FUZZ_SECONDS),600) -max_len=$(or $(FUZZ_MAX_LEN),65536) -rss_limit_mb=4096 build-fuzz/corpus
+
+# JSON Schema compiler + constrained-decoding checker (request input), seeded from fuzz/schema_seeds.
+fuzz-schema: setup
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_FUZZ=ON -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_schema
+	mkdir -p build-fuzz/schema-corpus && cp -f fuzz/schema_seeds/* build-fuzz/schema-corpus/
+	./build-fuzz/fuzz/fuzz_schema -max_total_time=$(or $(FUZZ_SECONDS),600) -max_len=2048 -timeout=10 -rss_limit_mb=4096 build-fuzz/schema-corpus
 
 bench: build
 	./$(BUILD)/bench/keel_bench_kernels
