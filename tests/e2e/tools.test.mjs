@@ -152,4 +152,26 @@ await runCases([
     await bad({ messages: [{ role: 'assistant', tool_calls: [{ type: 'function', function: {} }] }] },
       'messages[0].tool_calls[0].function.name');
   }],
+  ['tools, json_schema, echo and batched prompts concurrently: every request succeeds', async () => {
+    const schema = { type: 'object', required: ['x'], properties: { x: { anyOf: [{ type: 'integer' }, { type: 'null' },
+      { $ref: '#/$defs/o' }] } }, $defs: { o: { type: 'object', properties: { y: { $ref: '#/$defs/o' } } } } };
+    const drain = async (p) => { const r = await p; if (r?.[Symbol.asyncIterator]) for await (const _ of r); };
+    const kinds = [
+      (i) => api.chat.completions.create({ model: 'x', messages: MESSAGES, tools: TOOLS, tool_choice: 'required',
+        max_tokens: 40, temperature: 1, seed: i, stream: i % 2 === 0 }),
+      (i) => api.chat.completions.create({ model: 'x', messages: MESSAGES, max_tokens: 40, temperature: 1, seed: i, n: 2,
+        response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } }),
+      (i) => api.completions.create({ model: 'x', prompt: ['Once upon', 'The dog'], echo: true, logprobs: 3,
+        max_tokens: i % 4, n: 2, seed: i, stream: i % 3 === 0 }),
+      (i) => api.chat.completions.create({ model: 'x', messages: MESSAGES, tools: TOOLS, max_tokens: 20, seed: i, stream: true }),
+    ];
+    const jobs = [];
+    for (let w = 0; w < 6; ++w) {
+      jobs.push((async () => { for (let i = w; i < 48; i += 6) await drain(kinds[i % kinds.length](i)); })());
+    }
+    await Promise.all(jobs);
+    const metrics = await (await fetch(`${server.baseURL}/metrics`)).text();
+    assert.match(metrics, /keel_isolated_failures_total 0/);
+    assert.match(metrics, /keel_requests_total\{outcome="error"\} 0/);
+  }],
 ], [server]);
