@@ -4,6 +4,7 @@
 
 #include "chat/template.h"
 #include "chat/turns.h"
+#include "core/json_depth.h"
 
 namespace keel::chat {
 namespace {
@@ -154,6 +155,46 @@ bool read_call(const ordered_json& v, std::string_view args_key, ToolCall* call)
 
 ParsedReply as_content(std::string_view text) { return {std::string(text), {}}; }
 
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Splits `s` into top-level JSON objects separated by whitespace and at most one `sep`
+// between two (0: none); false when anything else is there or an object is unterminated.
+bool object_sequence(std::string_view s, char sep, std::vector<std::string_view>* out) {
+  size_t i = 0;
+  const auto skip_space = [&] {
+    while (i < s.size() && is_space(s[i])) ++i;
+  };
+  skip_space();
+  while (i < s.size()) {
+    if (s[i] != '{') return false;
+    const size_t start = i;
+    JsonDepth depth;
+    bool closed = false;
+    for (; i < s.size() && !closed; ++i) closed = depth.push(s[i]) == 0;
+    if (!closed) return false;
+    out->push_back(s.substr(start, i - start));
+    skip_space();
+    if (sep != 0 && i < s.size() && s[i] == sep) {
+      ++i;
+      skip_space();
+    }
+  }
+  return !out->empty();
+}
+
+// Every object of the sequence a call (see read_call), or false.
+bool read_calls(std::string_view s, char sep, std::string_view args_key, std::vector<ToolCall>* calls) {
+  std::vector<std::string_view> objects;
+  if (!object_sequence(s, sep, &objects)) return false;
+  for (std::string_view o : objects) {
+    const ordered_json v = ordered_json::parse(o, nullptr, false);
+    ToolCall call;
+    if (v.is_discarded() || !read_call(v, args_key, &call)) return false;
+    calls->push_back(std::move(call));
+  }
+  return true;
+}
+
 ParsedReply parse_hermes(std::string_view text) {
   ParsedReply out;
   size_t pos = 0;
@@ -174,7 +215,12 @@ ParsedReply parse_hermes(std::string_view text) {
     out.calls.push_back(std::move(call));
     pos = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
   }
-  if (out.calls.empty()) return as_content(text);
+  if (out.calls.empty()) {
+    // No tag in the text: where <tool_call> is a control token (some conversions mark it
+    // so) it is invisible, and the reply is the bare call objects.
+    if (!read_calls(text, 0, "arguments", &out.calls)) return as_content(text);
+    return out;
+  }
   out.content = detail::trim(content);
   return out;
 }
@@ -182,26 +228,8 @@ ParsedReply parse_hermes(std::string_view text) {
 ParsedReply parse_llama3(std::string_view text) {
   std::string body = detail::trim(text);
   if (body.starts_with("<|python_tag|>")) body = detail::trim(body.substr(14));
-  if (!body.starts_with("{")) return as_content(text);
   ParsedReply out;
-  // Several calls come separated by ';'.
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find("};", pos);
-    end = end == std::string::npos ? body.size() : end + 1;
-    const ordered_json v = ordered_json::parse(body.substr(pos, end - pos), nullptr, false);
-    ToolCall call;
-    if (v.is_discarded() || !read_call(v, "parameters", &call)) {
-      // A ';' inside a string split it wrongly: try the rest as one call.
-      const ordered_json whole = ordered_json::parse(body.substr(pos), nullptr, false);
-      if (whole.is_discarded() || !read_call(whole, "parameters", &call)) return as_content(text);
-      out.calls.push_back(std::move(call));
-      break;
-    }
-    out.calls.push_back(std::move(call));
-    pos = end + 1;
-    while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\n')) ++pos;
-  }
+  if (!read_calls(body, ';', "parameters", &out.calls)) return as_content(text);
   return out;
 }
 
@@ -285,7 +313,8 @@ ParsedReply parse_tool_calls(ToolSyntax syntax, std::string_view text) {
 
 size_t content_prefix_length(ToolSyntax syntax, std::string_view text) {
   switch (syntax) {
-    case ToolSyntax::kHermes: return before_partial_marker(text, kHermesOpen);
+    // A reply opening with '{' may be calls whose tags are invisible: held to the end.
+    case ToolSyntax::kHermes: return std::min(before_partial_marker(text, kHermesOpen), hold_if_starts(text, "{"));
     case ToolSyntax::kLlama3: return hold_if_starts(text, "{<");
     case ToolSyntax::kMistral: return std::min(hold_if_starts(text, "["), before_partial_marker(text, kMistralMarker));
     case ToolSyntax::kNone: break;

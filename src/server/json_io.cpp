@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_depth.h"
 #include "core/utf8.h"
 #include "server/api_error.h"
 
@@ -21,26 +22,10 @@ namespace {
 // value's destructor recurse per level, so depth is bounded before parsing: a body of
 // "[[[[…" must be a 400, not a stack overflow.
 size_t nesting_depth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
+  JsonDepth depth;
+  int deepest = 0;
+  for (char c : text) deepest = std::max(deepest, depth.push(c));
+  return static_cast<size_t>(deepest);
 }
 
 }  // namespace

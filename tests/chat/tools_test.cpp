@@ -109,6 +109,23 @@ TEST(ToolsParse, HermesCallsAndTheTextAroundThem) {
   EXPECT_EQ(parse_tool_calls(ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}").calls.size(), 1u);
 }
 
+// Where <tool_call> is a control token the tags vanish from the text: bare call objects
+// (one or several, whitespace between) still read as calls; other JSON stays content.
+TEST(ToolsParse, HermesBareCallsWhenTheTagsAreInvisible) {
+  ParsedReply r = parse_tool_calls(ToolSyntax::kHermes,
+                                   "\n{\"name\": \"a\", \"arguments\": {\"s\": \"}{\"}}\n{\"name\": \"b\", \"arguments\": {}}\n");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].arguments, "{\"s\":\"}{\"}");  // braces inside strings do not split
+  EXPECT_EQ(r.calls[1].name, "b");
+  EXPECT_EQ(r.content, "");
+  for (const std::string text : {std::string("{\"a\": 1}"), std::string("{\"name\": \"a\", \"arguments\": {}} and more"),
+                                 std::string("{\"name\": \"a\", \"arguments\": {")}) {
+    r = parse_tool_calls(ToolSyntax::kHermes, text);
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+}
+
 TEST(ToolsParse, MalformedCallsAreContent) {
   for (const std::string text : {
            std::string("<tool_call>\n{\"name\": \"a\", \"arguments\": {"),
@@ -148,6 +165,7 @@ TEST(ToolsParse, ContentPrefixHoldsWhatCouldOpenACall) {
   EXPECT_EQ(content_prefix_length(ToolSyntax::kHermes, "Hello <tool"), 6u);
   EXPECT_EQ(content_prefix_length(ToolSyntax::kHermes, "Hello <b>"), 9u);
   EXPECT_EQ(content_prefix_length(ToolSyntax::kHermes, "ab<tool_call>{"), 2u);
+  EXPECT_EQ(content_prefix_length(ToolSyntax::kHermes, " {\"name"), 0u);  // maybe a bare call: held
   EXPECT_EQ(content_prefix_length(ToolSyntax::kLlama3, "  "), 0u);
   EXPECT_EQ(content_prefix_length(ToolSyntax::kLlama3, " {\"na"), 0u);
   EXPECT_EQ(content_prefix_length(ToolSyntax::kLlama3, "Sure"), 4u);
