@@ -1,6 +1,8 @@
 #include "server/engine_service.h"
 
 #include "core/error.h"
+#include "server/api_error.h"
+#include "tokenizer/fill_in_middle.h"
 
 #include <chrono>
 
@@ -52,6 +54,15 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
                                                    std::to_string(request.prompts.size()));
     }
     const PromptInput& p = request.prompts[prompt];
+    if (request.suffix) {
+      if (!p.text) throw bad_request("suffix", "'suffix' needs text prompts (the middle is filled between texts)");
+      auto fim = tokenizer::fill_in_middle(tok, *p.text, *request.suffix);
+      if (!fim) {
+        throw bad_request("suffix", "'suffix' needs a fill-in-the-middle model: this vocabulary has no FIM tokens "
+                                    "(<|fim_prefix|>, <fim_prefix>, <｜fim▁begin｜> or <PRE> and their pairs)", "unsupported");
+      }
+      return *fim;
+    }
     if (!p.text) return p.tokens;
     return tok.encode(*p.text, {});
   }

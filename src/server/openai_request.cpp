@@ -103,7 +103,6 @@ void reject_unsupported(const JsonFields& f, Endpoint endpoint) {
     if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty())) {
       throw unsupported("tools", "'tools' are a chat completions feature (/v1/chat/completions)");
     }
-    if (f.string("suffix")) throw unsupported("suffix", "'suffix' is not supported");
     if (const auto b = f.integer("best_of", 1, 128); b && *b != 1) {
       throw unsupported("best_of", "only best_of=1 is supported");
     }
@@ -369,6 +368,7 @@ CompletionRequest parse_completion_request(const json& body, const RequestLimits
     req.generation.sampling.top_logprobs = static_cast<int32_t>(*n);
   }
   req.echo = f.boolean("echo").value_or(false);
+  req.suffix = f.string("suffix");
   // Echoed prompts report their tokens' logprobs too (the engine scores the prompt).
   if (req.echo && n) req.generation.prompt_logprobs = static_cast<int32_t>(*n);
   keep_schema_order(raw_body, &req);

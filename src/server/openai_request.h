@@ -6,7 +6,7 @@
 //    ApiError 400 naming the offending parameter. Nothing about the model is looked up
 //    here except the vocabulary size (token ids, logit_bias keys).
 //  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
-//    out of range are errors, and so are features keel does not implement yet (suffix, non-text content, json_schema, the legacy `functions`) —
+//    out of range are errors, and so are features keel does not implement yet ( non-text content, json_schema, the legacy `functions`) —
 //    never silently dropped.
 //  - Chat `tools` (at most 128 functions; names [A-Za-z0-9_-]{1,64}, unique; parameters an
 //    object), `tool_choice` (naming a listed function) and `parallel_tool_calls` are
@@ -62,6 +62,7 @@ struct CompletionRequest {
   std::string assistant_prefix;               // kChat: text the reply is made to start with (a forced call)
   std::vector<PromptInput> prompts;           // kCompletion: one or more, each with n choices
   bool echo = false;                          // kCompletion: the prompt goes before the text (and its logprobs first)
+  std::optional<std::string> suffix;          // kCompletion: fill in the middle between each prompt and this
 
   engine::Request generation;  // prompt left empty; sampling, max_tokens, stop, logprobs
   bool seed_given = false;     // false: the caller picks a fresh seed

@@ -139,7 +139,7 @@ std::vector<BadCase> bad_cases() {
       {P, R"({"prompt": "x", "echo": 1})", "echo", "boolean"},
       {P, R"({"prompt": "x", "max_tokens": -1})", "max_tokens", "integer in [0,"},
       {C, "{" + kMsgs + R"(, "max_tokens": 0})", "max_tokens", "integer in [1,"},
-      {P, R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
+      {P, R"({"prompt": "x", "suffix": 5})", "suffix", "must be a string"},
       {P, R"({"prompt": "x", "best_of": 3})", "best_of", "best_of=1"},
       {P, R"({"prompt": "x", "n": 1.5})", "n", "integer"},
   };
