@@ -6,8 +6,9 @@
 //    ApiError 400 naming the offending parameter. Nothing about the model is looked up
 //    here except the vocabulary size (token ids, logit_bias keys).
 //  - Unknown fields are ignored (clients send extras); known fields of the wrong type or
-//    out of range are errors, and so are features keel does not implement yet ( non-text content, json_schema, the legacy `functions`) —
-//    never silently dropped.
+//    out of range are errors, and so are features keel does not implement (non-text
+//    content parts, best_of > 1, the legacy `functions`) — never silently dropped.
+//    What a JSON Schema may use is the schema compiler's to refuse (sampling/json_schema.h).
 //  - Chat `tools` (at most 128 functions; names [A-Za-z0-9_-]{1,64}, unique; parameters an
 //    object), `tool_choice` (naming a listed function) and `parallel_tool_calls` are
 //    validated here; assistant messages may carry `tool_calls` and tool messages
