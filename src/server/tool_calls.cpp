@@ -53,7 +53,6 @@ ToolCallPlan plan_tool_calls(CompletionRequest* request, chat::ToolSyntax syntax
   } else {
     for (const chat::ToolSpec* t : allowed) {
       plan.json_preludes.push_back(t->name + chat::call_name_end(syntax));
-      plan.prelude_names.push_back(t->name);
       constraint.prelude_schemas.push_back(arguments_schema(*t));
     }
   }
@@ -82,10 +81,12 @@ bool ToolCallReader::locate_forced_call() {
   if (!plan_.forced_name.empty()) {
     name_ = plan_.forced_name;
   } else {
-    for (size_t i = 0; i < plan_.json_preludes.size() && name_.empty(); ++i) {
-      if (generated_.starts_with(plan_.json_preludes[i])) {
-        name_ = plan_.prelude_names[i];
-        name_end = plan_.json_preludes[i].size();
+    const size_t suffix = chat::call_name_end(plan_.syntax).size();
+    for (const std::string& prelude : plan_.json_preludes) {
+      if (generated_.starts_with(prelude)) {
+        name_ = prelude.substr(0, prelude.size() - suffix);
+        name_end = prelude.size();
+        break;
       }
     }
     if (name_.empty()) return false;

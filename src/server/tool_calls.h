@@ -34,8 +34,7 @@ struct ToolCallPlan {
   std::string forced_prefix;     // appended to the prompt; the reply continues it
   bool forced = false;           // one call is required (json constraint set on the request)
   bool parallel = true;          // false (parallel_tool_calls): only the first call counts
-  std::vector<std::string> json_preludes;  // the allowed names' continuations, when several
-  std::vector<std::string> prelude_names;  // the function of each prelude
+  std::vector<std::string> json_preludes;  // the allowed names + call_name_end(syntax), when several
   std::string forced_name;                 // the one allowed function (its name is in the prompt)
 };
 

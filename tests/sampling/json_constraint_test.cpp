@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "mask_oracle.h"
 #include "sampling/json_constraint.h"
 #include "sampling/json_prefix.h"
 #include "sampling/sampler.h"
@@ -228,23 +229,11 @@ TEST(JsonConstraint, MaskEqualsProbingEveryToken) {
     JsonConstraint c(v);
     JsonPrefix mine;
     for (int step = 0; step < 60; ++step) {
-      std::vector<float> logits(v->bytes.size(), 0.0f);
-      c.mask(logits);
-      std::vector<int32_t> allowed;
-      for (size_t t = 0; t < v->bytes.size(); ++t) {
-        bool want;
-        if (v->end[t]) {
-          want = mine.complete();
-        } else if (mine.complete() || v->bytes[t].empty()) {
-          want = false;
-        } else {
-          JsonPrefix probe = mine;
-          want = probe.feed(v->bytes[t]);
-        }
-        ASSERT_EQ(!std::isinf(logits[t]), want) << "walk " << walk << " step " << step << " token [" << v->bytes[t] << "]";
-        if (want) allowed.push_back(static_cast<int32_t>(t));
-        ++checked;
-      }
+      const std::vector<bool> want = oracle_allowed(*v, mine);
+      const int64_t diff = first_difference(mask_allowed(c, v->bytes.size()), want);
+      ASSERT_EQ(diff, -1) << "walk " << walk << " step " << step << " token [" << v->bytes[static_cast<size_t>(diff)] << "]";
+      checked += static_cast<int>(want.size());
+      const std::vector<int32_t> allowed = allowed_ids(want);
       ASSERT_FALSE(allowed.empty());
       const int32_t t = allowed[rng() % allowed.size()];
       if (v->end[static_cast<size_t>(t)]) break;

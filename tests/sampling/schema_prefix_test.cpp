@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "mask_oracle.h"
 #include "sampling/json_constraint.h"
 #include "sampling/json_schema.h"
 #include "sampling/sampler.h"
@@ -134,7 +135,11 @@ TEST(SchemaPrefix, BranchingAndCyclicRefsStayBounded) {
   const auto s = JsonSchema::compile(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": {)" + defs + "}}");
   SchemaPrefix p(s);
   EXPECT_TRUE(p.feed(R"({"x": )"));
-  (void)SchemaPrefix(p).feed("1}");  // returns promptly, whatever it decides
+  // The first path reaches the integer within the visit budget: the document is accepted.
+  SchemaPrefix rest = p;
+  EXPECT_TRUE(rest.feed("12}"));
+  EXPECT_TRUE(rest.complete());
+  EXPECT_FALSE(SchemaPrefix(p).feed("\"s\""));  // and nothing but an integer fits
   const auto cyclic = JsonSchema::compile(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
       "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}})");
   SchemaPrefix q(cyclic);
@@ -230,22 +235,10 @@ TEST(SchemaConstraint, MaskEqualsProbingAndFinishedTextsValidate) {
     std::string text;
     bool done = false;
     for (int step = 0; step < 300 && !done; ++step) {
-      std::vector<float> logits(vocab->bytes.size(), 0.0f);
-      c.mask(logits);
-      std::vector<int32_t> allowed;
-      for (size_t t = 0; t < vocab->bytes.size(); ++t) {
-        bool want;
-        if (vocab->end[t]) {
-          want = mine.complete();
-        } else if (mine.complete() || vocab->bytes[t].empty()) {
-          want = false;
-        } else {
-          SchemaPrefix probe = mine;
-          want = probe.feed(vocab->bytes[t]);
-        }
-        ASSERT_EQ(!std::isinf(logits[t]), want) << "seed " << seed << " text [" << text << "] token [" << vocab->bytes[t] << "]";
-        if (want) allowed.push_back(static_cast<int32_t>(t));
-      }
+      const std::vector<bool> want = oracle_allowed(*vocab, mine);
+      const int64_t diff = first_difference(mask_allowed(c, vocab->bytes.size()), want);
+      ASSERT_EQ(diff, -1) << "seed " << seed << " text [" << text << "] token [" << vocab->bytes[static_cast<size_t>(diff)] << "]";
+      const std::vector<int32_t> allowed = allowed_ids(want);
       ASSERT_FALSE(allowed.empty()) << text;
       // Prefer closing tokens now and then so documents finish.
       int32_t t = allowed[rng() % allowed.size()];
