@@ -73,18 +73,33 @@ int ThreadPool::default_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-void ThreadPool::run_chunks(Job& job) {
+// The next chunk [begin, end) of `job`, or false when none is left.
+bool ThreadPool::take_chunk(Job& job, int64_t& begin, int64_t& end) {
+  if (job.min_grain <= 0) {
+    begin = job.next.fetch_add(job.grain, std::memory_order_relaxed);
+    end = std::min(job.n, begin + job.grain);
+    return begin < job.n;
+  }
+  begin = job.next.load(std::memory_order_relaxed);
   for (;;) {
-    const int64_t begin = job.next.fetch_add(job.grain, std::memory_order_relaxed);
-    if (begin >= job.n) return;
+    if (begin >= job.n) return false;
+    const int64_t size = std::clamp((job.n - begin) / job.divisor, job.min_grain, job.grain);
+    end = std::min(job.n, begin + size);
+    if (job.next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) return true;
+  }
+}
+
+void ThreadPool::run_chunks(Job& job) {
+  int64_t begin = 0, end = 0;
+  while (take_chunk(job, begin, end)) {
     try {
-      (*job.fn)(begin, std::min(job.n, begin + job.grain));
+      (*job.fn)(begin, end);
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);
       if (!job.error) job.error = std::current_exception();
     }
     // The chunk's writes are released here; the owner acquires them from pending/done.
-    if (job.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (job.pending.fetch_sub(end - begin, std::memory_order_acq_rel) == end - begin) {
       job.done.store(1, std::memory_order_seq_cst);
       if (job.owner_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(job.done);
     }
@@ -151,8 +166,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn, const JobOpt
   job.fn = &fn;
   job.n = n;
   job.grain = grain;
+  job.min_grain = options.min_grain > 0 ? std::min(options.min_grain, grain) : 0;
+  job.divisor = 2 * int64_t{n_threads_};
   job.next.store(0, std::memory_order_relaxed);
-  job.pending.store((n + grain - 1) / grain, std::memory_order_relaxed);
+  job.pending.store(n, std::memory_order_relaxed);
   job.done.store(0, std::memory_order_relaxed);
   job.error = nullptr;
   job.open.store(true, std::memory_order_seq_cst);  // releases the fields above

@@ -39,9 +39,12 @@ void run_tasks(ThreadPool* pool, int64_t n_tasks, int64_t work, const ThreadPool
     fn(0, n_tasks);
     return;
   }
-  // Several chunks per thread so a slower core does not leave the other idle.
-  const int64_t grain = std::max<int64_t>(1, n_tasks / (4 * pool->size()));
-  pool->parallel_for(n_tasks, grain, fn);
+  // Guided chunks: a quarter of the tasks at first, then shrinking to 1/64, so a slower
+  // core does not leave the other idle and neither waits long for the other's last chunk.
+  ThreadPool::JobOptions job;
+  job.min_grain = std::max<int64_t>(1, n_tasks / 64);
+  const int64_t grain = std::max<int64_t>(job.min_grain, n_tasks / (2 * pool->size()));
+  pool->parallel_for(n_tasks, grain, fn, job);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The pool's hand-off: many tiny jobs back to back (spinning and sleeping workers), chunk
 // results visible to the caller, exceptions from any thread, the fault point, and no heap
 // allocation per call.
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <utility>
 #include <cstdlib>
 #include <new>
 #include <numeric>
@@ -44,6 +47,68 @@ TEST(ThreadPoolHandOff, ManyTinyJobsCoverEveryItemOnce) {
       }
     }
   }
+}
+
+TEST(ThreadPoolHandOff, GuidedChunksCoverEveryItemOnceWithinTheirBounds) {
+  for (int threads : {1, 2, 3}) {
+    for (int spin : kSpins) {
+      ThreadPoolOptions o;
+      o.spin_us = spin;
+      ThreadPool pool(threads, o);
+      std::vector<int> hits(301);
+      std::vector<int64_t> sizes(301);  // sizes[b]: the chunk that began at b (0: none)
+      for (int job = 0; job < 2000; ++job) {
+        const int64_t n = 1 + job % 301, grain = 1 + job % 40;
+        ThreadPool::JobOptions guided;
+        guided.min_grain = 1 + job % 7;  // may exceed grain: then grain bounds both
+        pool.parallel_for(
+            n, grain,
+            [&](int64_t b, int64_t e) {
+              sizes[b] = e - b;
+              for (int64_t i = b; i < e; ++i) hits[i] += 1;
+            },
+            guided);
+        const int64_t lo = std::min(guided.min_grain, grain);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(hits[i], 1) << "threads " << threads << " job " << job << " item " << i;
+          hits[i] = 0;
+          if (sizes[i] == 0) continue;
+          ASSERT_LE(sizes[i], grain) << "job " << job << " chunk at " << i;
+          // Only the last chunk may be shorter than the floor (it holds what was left).
+          if (i + sizes[i] < n) {
+            ASSERT_GE(sizes[i], lo) << "job " << job << " chunk at " << i;
+          }
+          sizes[i] = 0;
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolHandOff, GuidedChunksShrinkTowardTheEnd) {
+  // One thread takes every chunk in order: each is (what is left) / (2 · threads), clamped.
+  ThreadPool pool(2);
+  std::mutex m;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  ThreadPool::JobOptions guided;
+  guided.min_grain = 4;
+  pool.parallel_for(
+      1000, 250,
+      [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(m);
+        chunks.emplace_back(b, e);
+      },
+      guided);
+  std::sort(chunks.begin(), chunks.end());
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_EQ(chunks.front(), std::make_pair(int64_t{0}, int64_t{250}));  // 1000 / 4
+  EXPECT_EQ(chunks[1], std::make_pair(int64_t{250}, int64_t{437}));     // 750 / 4 = 187
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].first, chunks[i - 1].second);
+    EXPECT_LE(chunks[i].second - chunks[i].first, chunks[i - 1].second - chunks[i - 1].first);
+  }
+  EXPECT_EQ(chunks.back().second, 1000);
+  EXPECT_LE(chunks.back().second - chunks.back().first, 4);
 }
 
 TEST(ThreadPoolHandOff, WorkersTakeChunks) {
