@@ -23,6 +23,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "kernels/embedded_broadcast.h"
+
 namespace keel::kernels::detail {
 namespace {
 
@@ -194,28 +196,6 @@ struct Q8TransposeIdx {
     }
   }
 };
-
-// acc + v · p[0] in every lane, with the broadcast folded into the fma (EVEX embedded
-// broadcast, {1to16}). GCC keeps a broadcast that feeds two fmas in a register and emits a
-// separate vbroadcastss for it, which on this class of core costs a vector pipe slot per
-// broadcast: in the value pass (two column blocks per broadcast) 5.7 cycles per key-head
-// against 4.7 with the broadcast folded into each fma (a microbenchmark of the loop).
-// Hiding the pointer's identity from the optimizer (an empty asm) keeps each load single-use,
-// which GCC folds; the arithmetic is _mm512_fmadd_ps's: the same bits.
-inline __m512 fmadd_bcast(__m512 acc, __m512 v, const float* p) {
-  __asm__ volatile("" : "+r"(p));
-  return _mm512_fmadd_ps(_mm512_set1_ps(*p), v, acc);
-}
-
-// _mm512_dpbusd_epi32(acc, u, broadcast of the 4 signed bytes at q): the query's 4-byte
-// group c, read unaligned straight into the instruction.
-typedef int32_t unaligned_i32 __attribute__((aligned(1), may_alias));
-inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const int8_t* q) {
-  __asm__("vpdpbusd %[q]%{1to16%}, %[u], %[acc]"
-          : [acc] "+v"(acc)
-          : [u] "v"(u), [q] "m"(*reinterpret_cast<const unaligned_i32*>(q)));
-  return acc;
-}
 
 // The dot products of 16 keys (row(p) gives key p's K row) with NB heads from h0, unscaled.
 // Block b's quants of the 16 keys are transposed so that lane j of kt[c] holds key j's

@@ -86,13 +86,9 @@ __attribute__((target("avx512f"))) inline __m512 exp_defined_x16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
   const __m512 r2 = _mm512_mul_ps(r, r);
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
-  const __m512i ni = _mm512_cvtps_epi32(n);
-  const __m512i n1 = _mm512_srai_epi32(ni, 1);
-  const __m512i n2 = _mm512_sub_epi32(ni, n1);
-  const __m512i bias = _mm512_set1_epi32(127);
-  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-  const __m512 res = _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
+  // (y · 2^n1) · 2^n2 is y · 2^n rounded once (y · 2^n1 is exact), which is what vscalefps
+  // computes in one instruction (n is integral, so floor(n) = n); 9 fewer operations.
+  const __m512 res = _mm512_scalef_ps(y, n);
   const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   return _mm512_mask_blend_ps(nan, res, x);
 }

@@ -17,17 +17,13 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")
 
+#include "kernels/embedded_broadcast.h"
+
 namespace keel::kernels::q {
 namespace {
 
 constexpr int kTileWide = 8;    // activation rows per weight load (prefill)
 constexpr int kTileNarrow = 4;
-
-inline __m512i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 inline __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -92,10 +88,9 @@ void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0,
         }
         for (int r = 0; r < R; ++r) {
           const int8_t* xb = p.x[r] + 32 * b;
-          const __m512i xl = bcast4(xb + 4 * k), xh = bcast4(xb + 16 + 4 * k);
           for (int q = 0; q < P; ++q) {
-            isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], lo[q], xl);
-            isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], hi[q], xh);
+            isum[q][r] = dpbusd_bcast(isum[q][r], lo[q], xb + 4 * k);
+            isum[q][r] = dpbusd_bcast(isum[q][r], hi[q], xb + 16 + 4 * k);
           }
         }
       }
@@ -104,8 +99,7 @@ void legacy_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0,
         __m512i v[P];
         for (int q = 0; q < P; ++q) v[q] = load512(blk + q * stride + 32 + 64 * g);
         for (int r = 0; r < R; ++r) {
-          const __m512i x = bcast4(p.x[r] + 32 * b + 4 * g);
-          for (int q = 0; q < P; ++q) isum[q][r] = _mm512_dpbusd_epi32(isum[q][r], v[q], x);
+          for (int q = 0; q < P; ++q) isum[q][r] = dpbusd_bcast(isum[q][r], v[q], p.x[r] + 32 * b + 4 * g);
         }
       }
     }
@@ -156,10 +150,9 @@ inline void k4_pair(const uint8_t* blk, size_t stride, const int8_t* const (&xb)
       }
     }
     for (int r = 0; r < R; ++r) {
-      const __m512i xl = bcast4(xb[r] + 64 * C + 4 * k), xh = bcast4(xb[r] + 64 * C + 32 + 4 * k);
       for (int q = 0; q < P; ++q) {
-        lo[q][r] = _mm512_dpbusd_epi32(lo[q][r], l[q], xl);
-        hi[q][r] = _mm512_dpbusd_epi32(hi[q][r], h[q], xh);
+        lo[q][r] = dpbusd_bcast(lo[q][r], l[q], xb[r] + 64 * C + 4 * k);
+        hi[q][r] = dpbusd_bcast(hi[q][r], h[q], xb[r] + 64 * C + 32 + 4 * k);
       }
     }
   }
@@ -208,10 +201,7 @@ void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, flo
         mp[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q * stride + 192 + 32 * k)));
       }
       for (int r = 0; r < R; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, p.s32[r] + 8 * b + 2 * k, 4);
-        const __m512i sums = _mm512_set1_epi32(pair);
-        for (int q = 0; q < P; ++q) B[q][r] = _mm512_dpwssd_epi32(B[q][r], mp[q], sums);
+        for (int q = 0; q < P; ++q) B[q][r] = dpwssd_bcast(B[q][r], mp[q], p.s32[r] + 8 * b + 2 * k);
       }
     }
     for (int q = 0; q < P; ++q) {
@@ -252,10 +242,10 @@ void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, f
       for (int r = 0; r < R; ++r) {
         const int8_t* xb = p.x[r] + 256 * b + 16 * j;
         __m512i is = _mm512_set1_epi32(-32 * p.s16[r][16 * b + j]);
-        is = _mm512_dpbusd_epi32(is, q0, bcast4(xb));
-        is = _mm512_dpbusd_epi32(is, q1, bcast4(xb + 4));
-        is = _mm512_dpbusd_epi32(is, q2, bcast4(xb + 8));
-        is = _mm512_dpbusd_epi32(is, q3, bcast4(xb + 12));
+        is = dpbusd_bcast(is, q0, xb);
+        is = dpbusd_bcast(is, q1, xb + 4);
+        is = dpbusd_bcast(is, q2, xb + 8);
+        is = dpbusd_bcast(is, q3, xb + 12);
         A[r] = _mm512_add_epi32(A[r], _mm512_mullo_epi32(sc, is));
       }
     }
