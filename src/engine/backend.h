@@ -77,7 +77,8 @@ class Backend {
   // Attention rows that had no visible key (should stay 0; exported as a metric).
   virtual int64_t empty_attention_rows() const = 0;
 
-  virtual std::unique_ptr<TokenDecoder> make_decoder() const = 0;
+  // render_special: control tokens decode to their text instead of nothing.
+  virtual std::unique_ptr<TokenDecoder> make_decoder(bool render_special) const = 0;
   virtual std::string token_piece(int32_t token) const = 0;  // raw bytes, for logprobs
   virtual bool is_end_of_generation(int32_t token) const = 0;
 };

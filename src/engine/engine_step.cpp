@@ -269,7 +269,7 @@ void Engine::Impl::admit(QueuedRequest job) {
     if (slot.request.json_object) {
       slot.json = std::make_unique<sampling::JsonConstraint>(json_token_bytes(), slot.request.json_constraint);
     }
-    slot.decoder = backend->make_decoder();
+    slot.decoder = backend->make_decoder(slot.request.render_special_tokens);
     slot.stop = std::make_unique<StopMatcher>(slot.request.stop);
     // Last: once open() returns, the slot owns a sequence that end_slot() releases.
     // Scored prompts need every position's logits: nothing is taken from the cache.

@@ -53,7 +53,8 @@ uint64_t workspace_estimate(const model::HParams& hp, const MemoryConfig& c) {
 
 class StreamTokenDecoder : public TokenDecoder {
  public:
-  explicit StreamTokenDecoder(const tokenizer::Tokenizer& t) : decoder_(t) {}
+  StreamTokenDecoder(const tokenizer::Tokenizer& t, bool render_special)
+      : decoder_(t, tokenizer::DecodeOptions{.render_special = render_special, .strip_space_prefix = false}) {}
   std::string push(int32_t token) override { return decoder_.push(token); }
   std::string finish() override { return decoder_.finish(); }
 
@@ -164,8 +165,8 @@ int64_t ModelBackend::empty_attention_rows() const {
   return static_cast<int64_t>(kernels::empty_attention_rows());
 }
 
-std::unique_ptr<TokenDecoder> ModelBackend::make_decoder() const {
-  return std::make_unique<StreamTokenDecoder>(*tokenizer_);
+std::unique_ptr<TokenDecoder> ModelBackend::make_decoder(bool render_special) const {
+  return std::make_unique<StreamTokenDecoder>(*tokenizer_, render_special);
 }
 
 std::string ModelBackend::token_piece(int32_t token) const { return tokenizer_->token_to_piece(token); }

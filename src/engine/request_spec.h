@@ -33,6 +33,8 @@ struct Request {
                                       // the prompt is then computed in full (no prefix reuse)
   std::vector<std::string> stop;      // stop strings; matched across tokens, never emitted
   bool ignore_eos = false;            // keep going past end-of-generation tokens
+  bool render_special_tokens = false; // control tokens appear in the text as written ("<|end|>"):
+                                      // for readers of a format's markers (harmony channels)
   bool json_object = false;           // output constrained to one JSON object (sampling/json_constraint.h)
   sampling::JsonConstraintSpec json_constraint;  // json_object only: a schema, preludes (sampling/json_constraint.h)
   std::optional<std::chrono::steady_clock::time_point> deadline;

@@ -42,6 +42,7 @@ ModelInfo EngineService::model_info() const {
   info.n_parallel = parts_.engine->options().n_parallel;
   info.chat_template = chat::family_name(parts_.chat_family);
   info.tool_syntax = chat::tool_syntax(parts_.chat_family);
+  info.harmony_output = parts_.chat_family == chat::ChatFamily::kHarmony;
   info.created = created_;
   return info;
 }

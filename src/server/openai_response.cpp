@@ -139,7 +139,7 @@ json ResponseBuilder::logprobs_json(const std::vector<engine::TokenLogprob>& log
 json ResponseBuilder::full(const std::string& text,
                            const std::vector<engine::TokenLogprob>& logprobs,
                            engine::FinishReason reason, const engine::Usage& usage,
-                           const std::vector<chat::ToolCall>& calls) const {
+                           const std::vector<chat::ToolCall>& calls, const std::string& reasoning) const {
   json choice = {{"index", index_}, {"logprobs", logprobs_json(logprobs, 0, true)},
                  {"finish_reason", calls.empty() || reason == engine::FinishReason::kLength
                                        ? openai_finish_reason(reason) : "tool_calls"}};
@@ -147,6 +147,7 @@ json ResponseBuilder::full(const std::string& text,
   if (endpoint_ == Endpoint::kChat) {
     out = envelope("chat.completion");
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+    if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
     if (!calls.empty()) {
       if (text.empty()) choice["message"]["content"] = nullptr;
       choice["message"]["tool_calls"] = tool_calls_json(calls, false);
@@ -192,6 +193,13 @@ json ResponseBuilder::delta_chunk(const std::string& text,
                    {"finish_reason", nullptr}});
   }
   return choice({{"text", text}, {"index", index_}, {"logprobs", std::move(lp)},
+                 {"finish_reason", nullptr}});
+}
+
+json ResponseBuilder::reasoning_delta_chunk(const std::string& text,
+                                            const std::vector<engine::TokenLogprob>& logprobs) {
+  json lp = logprobs_json(logprobs, stream_offset_, false);
+  return choice({{"index", index_}, {"delta", {{"reasoning_content", text}}}, {"logprobs", std::move(lp)},
                  {"finish_reason", nullptr}});
 }
 

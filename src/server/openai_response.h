@@ -55,13 +55,17 @@ class ResponseBuilder {
   // Whole (non-streamed) response. With `calls` (chat), the message carries them as
   // tool_calls (content null when `text` is empty) and finish_reason is "tool_calls"
   // ("length" when max_tokens ended it: the arguments may be cut short).
+  // A non-empty `reasoning` (chat; harmony's analysis channel) goes in the message's
+  // reasoning_content.
   json full(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs,
             engine::FinishReason reason, const engine::Usage& usage,
-            const std::vector<chat::ToolCall>& calls = {}) const;
+            const std::vector<chat::ToolCall>& calls = {}, const std::string& reasoning = "") const;
 
   std::vector<json> start_chunks() const;
   // Not const: legacy completion logprobs carry running text offsets.
   json delta_chunk(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs);
+  // A chat delta of reasoning text (delta.reasoning_content), with the logprobs given.
+  json reasoning_delta_chunk(const std::string& text, const std::vector<engine::TokenLogprob>& logprobs);
   // A chat delta with the calls, each whole (index, id, type, name, arguments).
   json tool_calls_chunk(const std::vector<chat::ToolCall>& calls) const;
   // A chat delta with part of call 0 (the first part: id, type, name; then arguments).

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "server/event_pump.h"
+#include "server/harmony_reader.h"
 #include "server/openai_response.h"
 #include "server/server_state.h"
 #include "server/sse.h"
@@ -40,8 +41,10 @@ class Admission {
 // One choice of a request: its response builder (index i) and its engine request.
 // Member order matters: the registry entry is released before the source is destroyed.
 struct Choice {
-  Choice(ResponseBuilder b, ToolCallPlan plan, size_t p) : builder(std::move(b)), tools(std::move(plan)), prompt(p) {}
+  Choice(ResponseBuilder b, ToolCallPlan plan, bool harmony_output, size_t p)
+      : builder(std::move(b)), harmony(harmony_output), tools(std::move(plan)), prompt(p) {}
   ResponseBuilder builder;
+  HarmonyReader harmony;  // splits reasoning from content (inactive unless harmony)
   ToolCallReader tools;  // reads function calls out of the reply (inactive without tools)
   size_t prompt;         // which of the request's prompts this choice continues
   std::unique_ptr<EventSource> source;
@@ -104,6 +107,20 @@ uint64_t fresh_seed() {
   return rng();
 }
 
+const std::vector<engine::TokenLogprob> kNoLogprobs;
+
+// An event's text split by the choice's harmony reader (all content when it is inactive);
+// a normal finish flushes the reader.
+HarmonyReader::Parts read_harmony(HarmonyReader& reader, const Event& ev) {
+  HarmonyReader::Parts parts = reader.push(ev.text);
+  if (ev.kind == Event::Kind::kFinish && normal_finish(ev.reason)) {
+    HarmonyReader::Parts rest = reader.finish();
+    parts.content += rest.content;
+    parts.reasoning += rest.reasoning;
+  }
+  return parts;
+}
+
 void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -124,10 +141,16 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
       Choice& choice = *call->choices[i];
       ResponseBuilder& builder = choice.builder;
       std::string out;
-      const std::string text = choice.tools.push(ev.text);  // text that may open a call waits
+      const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
+      const std::string text = choice.tools.push(parts.content);  // text that may open a call waits
       builder.add_prompt_logprobs(ev.prompt_logprobs);
-      if (!text.empty() || !ev.logprobs.empty() || builder.echo_pending()) {
-        out = sse_data(builder.delta_chunk(text, ev.logprobs));
+      // The event's logprobs go with its reasoning when it has no content.
+      const bool lp_on_reasoning = !parts.reasoning.empty() && text.empty();
+      if (!parts.reasoning.empty()) {
+        out = sse_data(builder.reasoning_delta_chunk(parts.reasoning, lp_on_reasoning ? ev.logprobs : kNoLogprobs));
+      }
+      if (!text.empty() || (!ev.logprobs.empty() && !lp_on_reasoning) || builder.echo_pending()) {
+        out += sse_data(builder.delta_chunk(text, lp_on_reasoning ? kNoLogprobs : ev.logprobs));
       }
       if (auto call = choice.tools.take_call_delta()) out += sse_data(builder.tool_call_delta_chunk(*call));
       bool end = false;
@@ -220,11 +243,14 @@ json whole_response(HttpServer::State& s, Call& call, const std::vector<Collecte
   for (size_t i = 0; i < cs.size(); ++i) {
     Choice& choice = *call.choices[i];
     choice.builder.add_prompt_logprobs(cs[i].prompt_logprobs);
-    std::string text = choice.tools.push(cs[i].text);
+    Event whole = *cs[i].finish;  // a normal finish (checked above), with the whole text
+    whole.text = cs[i].text;
+    const HarmonyReader::Parts parts = read_harmony(choice.harmony, whole);
+    std::string text = choice.tools.push(parts.content);
     chat::ParsedReply reply = choice.tools.finish();  // inactive: no calls, no content
     text += reply.content;
     const json one = choice.builder.full(text, cs[i].logprobs, cs[i].finish->reason,
-                                         i == 0 ? total_usage(call, usage) : usage[i], reply.calls);
+                                         i == 0 ? total_usage(call, usage) : usage[i], reply.calls, parts.reasoning);
     if (i == 0) {
       out = one;
     } else {
@@ -294,7 +320,7 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
         call->choices.push_back(std::make_unique<Choice>(
             ResponseBuilder(request, id, created, info.id, [service](int32_t t) { return service->token_piece(t); },
                             index),
-            tool_plan, p));
+            tool_plan, endpoint == Endpoint::kChat && info.harmony_output, p));
       }
     }
 
@@ -320,6 +346,8 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
       }
     }
     engine::Request gen = request.generation;
+    // Harmony replies are read by their markers (HarmonyReader), so those reach the text.
+    gen.render_special_tokens = endpoint == Endpoint::kChat && info.harmony_output;
     if (s.options.request_timeout_seconds > 0) {
       gen.deadline = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(s.options.request_timeout_seconds * 1000.0));

@@ -32,6 +32,9 @@ struct ModelInfo {
   int32_t n_parallel = 1;  // slots
   std::string chat_template;  // the renderer in use (for /slots and /v1/models)
   chat::ToolSyntax tool_syntax = chat::ToolSyntax::kHermes;  // how its replies call functions (chat/tools.h)
+  // Chat replies are harmony (gpt-oss): read with their control tokens rendered and split
+  // into reasoning_content and content (server/harmony_reader.h).
+  bool harmony_output = false;
   int64_t created = 0;        // unix seconds the model was loaded (/v1/models "created")
 };
 

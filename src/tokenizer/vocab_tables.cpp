@@ -1,6 +1,7 @@
 // Tables derived from a loaded vocabulary: byte fallback ids, the special-token matcher
 // index, each token's decoded piece, and the end-of-generation set.
 #include <algorithm>
+#include <string_view>
 
 #include "core/utf8.h"
 #include "tokenizer/byte_unicode.h"
@@ -115,11 +116,20 @@ void build_end_of_generation(Vocab& v) {
   for (TokenId id : {v.special.eos, v.special.eot, v.special.eom}) {
     if (v.valid_id(id)) v.end_of_generation[id] = true;
   }
-  for (const char* name : kEndOfTurnNames) {
+  auto special = [&](const char* name) {
     const TokenId id = v.find(name);
-    if (id == kNoToken) continue;
+    if (id == kNoToken) return kNoToken;
     const TokenType t = v.types[id];
-    if (t == TokenType::kControl || t == TokenType::kUserDefined) v.end_of_generation[id] = true;
+    return t == TokenType::kControl || t == TokenType::kUserDefined ? id : kNoToken;
+  };
+  // OpenAI harmony (gpt-oss): <|end|> closes one message (the analysis channel's, say) and
+  // the reply goes on; <|return|> and <|call|> end it. A vocabulary holding both of those
+  // is harmony's, as llama.cpp decides too.
+  const bool harmony = special("<|return|>") != kNoToken && special("<|call|>") != kNoToken;
+  for (const char* name : kEndOfTurnNames) {
+    if (harmony && std::string_view(name) == "<|end|>") continue;
+    const TokenId id = special(name);
+    if (id != kNoToken) v.end_of_generation[id] = true;
   }
   for (TokenId id = 0; id < v.size(); ++id) {
     if (v.end_of_generation[id]) v.eog_ids.push_back(id);

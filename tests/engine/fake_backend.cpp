@@ -136,7 +136,7 @@ KvUsage FakeBackend::kv_usage() const {
   return u;
 }
 
-std::unique_ptr<TokenDecoder> FakeBackend::make_decoder() const { return std::make_unique<FakeDecoder>(this); }
+std::unique_ptr<TokenDecoder> FakeBackend::make_decoder(bool) const { return std::make_unique<FakeDecoder>(this); }
 
 std::string FakeBackend::token_piece(int32_t token) const {
   if (token < 0 || token >= n_vocab()) return {};

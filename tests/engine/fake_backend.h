@@ -40,7 +40,7 @@ class FakeBackend : public Backend {
   void check_invariants() const override;
   KvUsage kv_usage() const override;
   int64_t empty_attention_rows() const override { return 0; }
-  std::unique_ptr<TokenDecoder> make_decoder() const override;
+  std::unique_ptr<TokenDecoder> make_decoder(bool render_special) const override;
   std::string token_piece(int32_t token) const override;
   bool is_end_of_generation(int32_t token) const override { return token == 0; }
 

@@ -27,7 +27,9 @@ class HookedBackend : public Backend {
   void check_invariants() const override { inner_->check_invariants(); }
   KvUsage kv_usage() const override { return inner_->kv_usage(); }
   int64_t empty_attention_rows() const override { return inner_->empty_attention_rows(); }
-  std::unique_ptr<TokenDecoder> make_decoder() const override { return inner_->make_decoder(); }
+  std::unique_ptr<TokenDecoder> make_decoder(bool render_special) const override {
+    return inner_->make_decoder(render_special);
+  }
   std::string token_piece(int32_t t) const override { return inner_->token_piece(t); }
   bool is_end_of_generation(int32_t t) const override { return inner_->is_end_of_generation(t); }
 

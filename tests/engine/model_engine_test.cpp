@@ -17,6 +17,7 @@
 #include "engine_test_util.h"
 #include "hooked_backend.h"
 #include "support/paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace keel::engine::test {
 namespace {
@@ -248,6 +249,21 @@ TEST(ModelEngine, DivergingFromALongCachedPrefixEqualsFreshRunsQwen3) {
 }
 TEST(ModelEngine, DivergingFromALongCachedPrefixEqualsFreshRunsGemma3Long) {
   diverging_prefixes_equal_fresh_runs("gemma3-long", false);
+}
+
+TEST(ModelEngine, DecoderRendersControlTokensOnlyWhenAsked) {
+  // Request::render_special_tokens: what lets a reader of a format's markers (harmony) see them.
+  const std::string path = stories_path();
+  const LoadedModel& m = loaded(path);
+  ModelBackend backend(m.model, m.tokenizer, load_options(path, 1, 32));
+  const int32_t bos = 1;  // "<s>", a control token of the stories vocabulary
+  const int32_t once = m.tokenizer->encode("Once", {.add_bos = false, .add_eos = std::nullopt, .parse_special = false})[0];
+  auto plain = backend.make_decoder(false);
+  const std::string text = plain->push(bos) + plain->push(once) + plain->finish();
+  EXPECT_NE(text.find("Once"), std::string::npos);
+  EXPECT_EQ(text.find("<s>"), std::string::npos);
+  auto rendered = backend.make_decoder(true);
+  EXPECT_EQ(rendered->push(bos) + rendered->push(once) + rendered->finish(), "<s>" + text);
 }
 
 TEST(ModelEngine, CancelDuringPrefillKeepsTheComputedPrefixForTheRetry) {

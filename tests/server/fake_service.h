@@ -98,6 +98,7 @@ class FakeService : public InferenceService {
   std::atomic<int> submitted{0};
   engine::Request last_request;  // guarded by mutex_
   mutable std::mutex mutex_;
+  std::atomic<bool> harmony{false};  // model_info().harmony_output
 
   ModelInfo model_info() const override {
     ModelInfo info;
@@ -106,6 +107,7 @@ class FakeService : public InferenceService {
     info.n_ctx = 256;
     info.n_parallel = 2;
     info.chat_template = "fake";
+    info.harmony_output = harmony.load();
     return info;
   }
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r, size_t prompt = 0) const override {

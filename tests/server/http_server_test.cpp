@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "fake_service.h"
 #include "raw_http.h"
@@ -135,6 +137,54 @@ TEST_F(HttpServerTest, StreamFramingMatchesOpenAI) {
   EXPECT_TRUE(events[4]["choices"].empty());
   EXPECT_EQ(events[4]["usage"]["completion_tokens"], 2);
   for (const json& e : events) EXPECT_EQ(e["id"], events[0]["id"]);
+}
+
+TEST_F(HttpServerTest, HarmonyRepliesSplitIntoReasoningAndContent) {
+  start();
+  service_->harmony = true;
+  const std::vector<std::string> pieces = {"<|channel|>anal", "ysis<|message|>Think", "ing.<|end|><|start|>assistant<|chan",
+                                           "nel|>final<|message|>Hi", "!"};
+  auto script = [&] {
+    auto source = script_next();
+    for (const std::string& p : pieces) source->push(ScriptedSource::delta(p));
+    source->push(ScriptedSource::finish(FinishReason::kStop, {3, 5, 0}));
+  };
+  script();
+  int status = 0;
+  json j = post_json("/v1/chat/completions", kChat, &status);
+  ASSERT_EQ(status, 200) << j.dump();
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hi!");
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "Thinking.");
+  {
+    std::lock_guard<std::mutex> lock(service_->mutex_);
+    EXPECT_TRUE(service_->last_request.render_special_tokens);  // the markers reach the reader
+  }
+
+  script();
+  RawConnection conn(port_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(conn.send(test::post_request("/v1/chat/completions",
+                                           R"({"messages":[{"role":"user","content":"hi"}],"stream":true})")));
+  const std::string& got = conn.read_until("data: [DONE]\n\n");
+  std::string content, reasoning;
+  for (size_t p = got.find("data: {"); p != std::string::npos; p = got.find("data: {", p + 1)) {
+    const json e = json::parse(got.substr(p + 6, got.find("\n\n", p) - p - 6));
+    const json& d = e["choices"][0]["delta"];
+    if (d.contains("content")) content += d["content"].get<std::string>();
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+  }
+  EXPECT_EQ(content, "Hi!") << got;
+  EXPECT_EQ(reasoning, "Thinking.") << got;
+
+  // Plain completions are not chat: the text is the engine's, untouched.
+  script();
+  j = post_json("/v1/completions", R"({"prompt":"Once","max_tokens":3})", &status);
+  ASSERT_EQ(status, 200);
+  std::string all;
+  for (const std::string& p : pieces) all += p;
+  EXPECT_EQ(j["choices"][0]["text"], all);
+  std::lock_guard<std::mutex> lock(service_->mutex_);
+  EXPECT_FALSE(service_->last_request.render_special_tokens);
 }
 
 TEST_F(HttpServerTest, SilentPrefillStreamsHeartbeatsThenTheText) {

@@ -1,4 +1,7 @@
 // Loading edge cases with small hand-made GGUF vocabularies.
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -113,6 +116,32 @@ TEST(Metadata, UnsetIdsAndMissingPieces) {
   EXPECT_EQ(tok2.encode("ab").size(), 1u);
   EXPECT_THROW(tok.encode("x", {.add_bos = true, .add_eos = std::nullopt, .parse_special = false}),
                Error);
+}
+
+// A byte-level vocabulary plus the given control tokens (GGUF token type 3).
+test::TinyVocabSpec with_controls(const std::vector<std::string>& controls) {
+  auto spec = test::byte_level_spec({"a b"});
+  spec.types.assign(spec.tokens.size(), 1);
+  for (const std::string& c : controls) {
+    spec.tokens.push_back(c);
+    spec.types.push_back(3);
+  }
+  return spec;
+}
+
+TEST(Metadata, HarmonyEndClosesAMessageNotTheReply) {
+  // gpt-oss: <|end|> ends the analysis message and the final one follows; <|return|> and
+  // <|call|> end the reply. Phi-3 style vocabularies (no <|return|>/<|call|>) keep <|end|>.
+  const Tokenizer harmony = load(test::write_tiny_vocab(
+      "harmony", with_controls({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>"})));
+  EXPECT_FALSE(harmony.is_end_of_generation(harmony.find_token("<|end|>")));
+  EXPECT_TRUE(harmony.is_end_of_generation(harmony.find_token("<|return|>")));
+  EXPECT_TRUE(harmony.is_end_of_generation(harmony.find_token("<|call|>")));
+  EXPECT_FALSE(harmony.is_end_of_generation(harmony.find_token("<|channel|>")));
+
+  const Tokenizer phi_like = load(test::write_tiny_vocab("end_only", with_controls({"<|end|>", "<|return|>"})));
+  EXPECT_TRUE(phi_like.is_end_of_generation(phi_like.find_token("<|end|>")));
+  EXPECT_TRUE(phi_like.is_end_of_generation(phi_like.find_token("<|return|>")));
 }
 
 TEST(Metadata, BrokenFilesAreErrors) {
