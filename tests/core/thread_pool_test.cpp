@@ -27,66 +27,71 @@ namespace {
 // futex between jobs, 1000 µs keeps them spinning.
 const int kSpins[] = {0, 1000};
 
-TEST(ThreadPoolHandOff, ManyTinyJobsCoverEveryItemOnce) {
+// Runs body(pool) on pools of 1, 2 and 3 threads with each spin budget; failures name the pool.
+template <class Body>
+void on_every_pool(const Body& body) {
   for (int threads : {1, 2, 3}) {
     for (int spin : kSpins) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " spin " + std::to_string(spin));
       ThreadPoolOptions o;
       o.spin_us = spin;
       ThreadPool pool(threads, o);
-      // Plain (non-atomic) writes: the caller must see every chunk's writes on return.
-      std::vector<int> hits(97);
-      for (int job = 0; job < 3000; ++job) {
-        const int64_t n = 1 + job % 97, grain = 1 + job % 5;
-        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) hits[i] += 1;
-        });
-        for (int64_t i = 0; i < n; ++i) {
-          ASSERT_EQ(hits[i], 1) << "threads " << threads << " spin " << spin << " job " << job << " item " << i;
-          hits[i] = 0;
-        }
-      }
+      body(pool);
     }
   }
+}
+
+TEST(ThreadPoolHandOff, ManyTinyJobsCoverEveryItemOnce) {
+  on_every_pool([](ThreadPool& pool) {
+    // Plain (non-atomic) writes: the caller must see every chunk's writes on return.
+    std::vector<int> hits(97);
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t n = 1 + job % 97, grain = 1 + job % 5;
+      pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i] += 1;
+      });
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(hits[i], 1) << "job " << job << " item " << i;
+        hits[i] = 0;
+      }
+    }
+  });
 }
 
 TEST(ThreadPoolHandOff, GuidedChunksCoverEveryItemOnceWithinTheirBounds) {
-  for (int threads : {1, 2, 3}) {
-    for (int spin : kSpins) {
-      ThreadPoolOptions o;
-      o.spin_us = spin;
-      ThreadPool pool(threads, o);
-      std::vector<int> hits(301);
-      std::vector<int64_t> sizes(301);  // sizes[b]: the chunk that began at b (0: none)
-      for (int job = 0; job < 2000; ++job) {
-        const int64_t n = 1 + job % 301, grain = 1 + job % 40;
-        ThreadPool::JobOptions guided;
-        guided.min_grain = 1 + job % 7;  // may exceed grain: then grain bounds both
-        pool.parallel_for(
-            n, grain,
-            [&](int64_t b, int64_t e) {
-              sizes[b] = e - b;
-              for (int64_t i = b; i < e; ++i) hits[i] += 1;
-            },
-            guided);
-        const int64_t lo = std::min(guided.min_grain, grain);
-        for (int64_t i = 0; i < n; ++i) {
-          ASSERT_EQ(hits[i], 1) << "threads " << threads << " job " << job << " item " << i;
-          hits[i] = 0;
-          if (sizes[i] == 0) continue;
-          ASSERT_LE(sizes[i], grain) << "job " << job << " chunk at " << i;
-          // Only the last chunk may be shorter than the floor (it holds what was left).
-          if (i + sizes[i] < n) {
-            ASSERT_GE(sizes[i], lo) << "job " << job << " chunk at " << i;
-          }
-          sizes[i] = 0;
+  on_every_pool([](ThreadPool& pool) {
+    std::vector<int> hits(301);
+    std::vector<int64_t> sizes(301);  // sizes[b]: the chunk that began at b (0: none)
+    for (int job = 0; job < 2000; ++job) {
+      const int64_t n = 1 + job % 301, grain = 1 + job % 40;
+      ThreadPool::JobOptions guided;
+      guided.min_grain = 1 + job % 7;  // may exceed grain: then grain bounds both
+      pool.parallel_for(
+          n, grain,
+          [&](int64_t b, int64_t e) {
+            sizes[b] = e - b;
+            for (int64_t i = b; i < e; ++i) hits[i] += 1;
+          },
+          guided);
+      const int64_t lo = std::min(guided.min_grain, grain);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(hits[i], 1) << "job " << job << " item " << i;
+        hits[i] = 0;
+        if (sizes[i] == 0) continue;
+        ASSERT_LE(sizes[i], grain) << "job " << job << " chunk at " << i;
+        // Only the last chunk may be shorter than the floor (it holds what was left).
+        if (i + sizes[i] < n) {
+          ASSERT_GE(sizes[i], lo) << "job " << job << " chunk at " << i;
         }
+        sizes[i] = 0;
       }
     }
-  }
+  });
 }
 
 TEST(ThreadPoolHandOff, GuidedChunksShrinkTowardTheEnd) {
-  // One thread takes every chunk in order: each is (what is left) / (2 · threads), clamped.
+  // Chunks go out in order of position, whichever thread takes them: each is
+  // (what is left) / (2 · threads), clamped to [min_grain, grain].
   ThreadPool pool(2);
   std::mutex m;
   std::vector<std::pair<int64_t, int64_t>> chunks;
@@ -129,34 +134,29 @@ TEST(ThreadPoolHandOff, WorkersTakeChunks) {
 }
 
 TEST(ThreadPoolHandOff, ExceptionsFromAnyThreadAreRethrownAfterAllChunks) {
-  for (int threads : {1, 2, 3}) {
-    for (int spin : kSpins) {
-      ThreadPoolOptions o;
-      o.spin_us = spin;
-      ThreadPool pool(threads, o);
-      for (int job = 0; job < 200; ++job) {
-        std::atomic<int64_t> ran{0};
-        const int64_t throw_at = job % 50;
-        try {
-          pool.parallel_for(50, 1, [&](int64_t b, int64_t) {
-            ran.fetch_add(1);
-            // Several chunks throw; exactly one exception comes out.
-            if (b == throw_at || b == 49) throw Error(ErrorCode::kInternal, "chunk " + std::to_string(b));
-          });
-          FAIL() << "no exception";
-        } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos);
-        }
-        EXPECT_EQ(ran.load(), 50) << "every chunk runs even after one threw";
-        // The pool stays usable and no stale error leaks into the next job.
-        std::atomic<int64_t> sum{0};
-        pool.parallel_for(10, 3, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) sum += i;
+  on_every_pool([](ThreadPool& pool) {
+    for (int job = 0; job < 200; ++job) {
+      std::atomic<int64_t> ran{0};
+      const int64_t throw_at = job % 50;
+      try {
+        pool.parallel_for(50, 1, [&](int64_t b, int64_t) {
+          ran.fetch_add(1);
+          // Several chunks throw; exactly one exception comes out.
+          if (b == throw_at || b == 49) throw Error(ErrorCode::kInternal, "chunk " + std::to_string(b));
         });
-        ASSERT_EQ(sum.load(), 45);
+        FAIL() << "no exception";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos);
       }
+      EXPECT_EQ(ran.load(), 50) << "every chunk runs even after one threw";
+      // The pool stays usable and no stale error leaks into the next job.
+      std::atomic<int64_t> sum{0};
+      pool.parallel_for(10, 3, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) sum += i;
+      });
+      ASSERT_EQ(sum.load(), 45);
     }
-  }
+  });
 }
 
 TEST(ThreadPoolHandOff, FaultPointFiresBeforeAnyChunk) {
