@@ -42,7 +42,12 @@ ModelInfo EngineService::model_info() const {
   info.n_parallel = parts_.engine->options().n_parallel;
   info.chat_template = chat::family_name(parts_.chat_family);
   info.tool_syntax = chat::tool_syntax(parts_.chat_family);
-  info.harmony_output = parts_.chat_family == chat::ChatFamily::kHarmony;
+  // Harmony's markers must be tokens of the vocabulary: with --chat-template harmony forced
+  // on another model, the reply holds no markers and rendering its control tokens would
+  // only put "<s>"-like text in the content.
+  info.harmony_output = parts_.chat_family == chat::ChatFamily::kHarmony &&
+                        parts_.tokenizer->find_token("<|channel|>") != tokenizer::kNoToken &&
+                        parts_.tokenizer->find_token("<|message|>") != tokenizer::kNoToken;
   info.created = created_;
   return info;
 }

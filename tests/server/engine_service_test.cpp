@@ -18,7 +18,7 @@ namespace {
 
 using engine::Event;
 
-std::shared_ptr<EngineService> make_service() {
+std::shared_ptr<EngineService> make_service(chat::ChatFamily family = chat::kFallbackFamily) {
   engine::LoadOptions load;
   load.model_path = keel::test::reference_path("stories260K", "model.gguf");
   load.engine.n_parallel = 2;
@@ -29,6 +29,7 @@ std::shared_ptr<EngineService> make_service() {
   parts.engine = engine::start_engine(loaded, load);
   parts.tokenizer = loaded.tokenizer;
   parts.model_id = "stories260K";
+  parts.chat_family = family;
   return std::make_shared<EngineService>(std::move(parts));
 }
 
@@ -104,6 +105,17 @@ TEST_F(EngineServiceTest, InfoTokenizeAndChatPrompt) {
   ASSERT_FALSE(tokens.empty());
   EXPECT_EQ(tokens[0], 1);  // BOS, written by the template, not doubled
   EXPECT_NE(tokens[1], 1);
+}
+
+TEST(EngineServiceHarmony, HarmonyOutputNeedsTheMarkersInTheVocabulary) {
+  // --chat-template harmony forced on a model whose vocabulary has no <|channel|> or
+  // <|message|>: its replies cannot hold markers, so they are read as plain text (no split,
+  // and no control-token text such as "<s>" in the content).
+  auto service = make_service(chat::ChatFamily::kHarmony);
+  const ModelInfo info = service->model_info();
+  EXPECT_EQ(info.chat_template, "harmony");
+  EXPECT_FALSE(info.harmony_output);
+  service->shutdown(std::chrono::milliseconds(0));
 }
 
 class EngineHttpTest : public EngineServiceTest {
