@@ -122,8 +122,6 @@ void pack_block(tensor::DType type, const uint8_t* const rows[kPanelRows], uint8
   }
 }
 
-void PackedMatrix::Free::operator()(uint8_t* p) const { std::free(p); }
-
 PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(format_for(w.type)) {
   if (!format_) {
     throw Error(ErrorCode::kUnsupported,
@@ -140,9 +138,7 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(fo
   n_panels_ = (w.n_out + kPanelRows - 1) / kPanelRows;
   panel_bytes_ = format_->panel_block_bytes * static_cast<size_t>(n_blocks_);
   bytes_ = panel_bytes_ * static_cast<size_t>(n_panels_);
-  void* mem = std::aligned_alloc(64, (bytes_ + 63) / 64 * 64);
-  if (!mem) throw Error(ErrorCode::kOutOfMemory, "repack: cannot allocate " + std::to_string(bytes_) + " bytes");
-  data_.reset(static_cast<uint8_t*>(mem));
+  data_ = LargeBuffer(bytes_, "repack");
   auto pack_panels = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       for (int64_t b = 0; b < n_blocks_; ++b) {
@@ -151,7 +147,7 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(fo
           const int64_t o = p * kPanelRows + i;
           rows[i] = o < n_out_ ? w.row(o) + static_cast<size_t>(b) * format_->src_block_bytes : nullptr;
         }
-        pack_block(w.type, rows, data_.get() + p * panel_bytes_ + b * format_->panel_block_bytes);
+        pack_block(w.type, rows, data_.data() + p * panel_bytes_ + b * format_->panel_block_bytes);
       }
     }
   };

@@ -18,7 +18,7 @@
 //                  H [row][4]: bits 2g..2g+1 = high 2 bits of q(g)
 // Rows past n_out in the last panel are zero (their outputs are never stored).
 //
-// Ownership: PackedMatrix owns its 64-byte aligned buffer. PackCache (held by WeightMatrix
+// Ownership: PackedMatrix owns its buffer (a LargeBuffer: 2 MiB-aligned, huge pages advised). PackCache (held by WeightMatrix
 // copies through a shared_ptr) packs a weight view on first use, once, under a mutex, and
 // keeps the result as long as any copy of the view lives; a view whose data pointer or
 // shape differ from what was packed (e.g. an expert slice of a 3-D tensor) gets its own
@@ -31,6 +31,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/large_buffer.h"
 #include "kernels/qmatmul.h"
 
 namespace keel {
@@ -55,16 +56,13 @@ class PackedMatrix {
   int64_t n_panels() const { return n_panels_; }
   size_t bytes() const { return bytes_; }
   size_t panel_bytes() const { return panel_bytes_; }
-  const uint8_t* panel(int64_t p) const { return data_.get() + static_cast<size_t>(p) * panel_bytes_; }
+  const uint8_t* panel(int64_t p) const { return data_.data() + static_cast<size_t>(p) * panel_bytes_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
   const Format* format_;
   int64_t n_in_, n_out_, n_blocks_, n_panels_;
   size_t panel_bytes_, bytes_;
-  std::unique_ptr<uint8_t, Free> data_;
+  LargeBuffer data_;  // [n_panels][panel_bytes], 2 MiB-aligned (core/large_buffer.h)
 };
 
 // Packs one block of 16 rows: rows[i] points at row i's block b (nullptr: a zero row).

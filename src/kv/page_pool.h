@@ -13,6 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/large_buffer.h"
+
 namespace keel::kv {
 
 using PageId = int32_t;
@@ -41,16 +43,8 @@ class PagePool {
  private:
   void check_id(PageId page, const char* what) const;
 
-  // Anonymous memory mapped for the pool (2 MiB-aligned so the kernel may back it with huge
-  // pages); unmapped on destruction. base == nullptr: a heap array (sanitizer builds).
-  struct Unmap {
-    void* base;  // the mapping (the storage starts at its first 2 MiB boundary)
-    size_t bytes;
-    void operator()(uint8_t* p) const;
-  };
-
   size_t page_bytes_;
-  std::unique_ptr<uint8_t[], Unmap> storage_{nullptr, Unmap{nullptr, 0}};  // [capacity][page_bytes]
+  LargeBuffer storage_;                 // [capacity][page_bytes], huge-page backed
   std::vector<int32_t> refs_;           // [capacity] reference counts, 0 = free
   std::vector<PageId> free_;            // stack; lowest ids handed out first
 };

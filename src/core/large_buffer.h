@@ -1,0 +1,46 @@
+// LargeBuffer — a big, long-lived, writable byte buffer (packed weights, KV page pools)
+// placed so the kernel may back it with 2 MiB pages.
+//
+// Why: a decode step streams every byte of these buffers once. With 4 KiB pages each
+// 4 KiB costs a TLB entry, and in a virtual machine a TLB miss is a two-level walk; on
+// the development VM q8_0 generation ran at 8 tokens/s from 4 KiB pages and at 47 from
+// huge ones (docs/PERFORMANCE.md).
+//
+// Contract: the storage is an anonymous private mapping starting at a 2 MiB boundary,
+// advised MADV_HUGEPAGE (a hint: without transparent huge pages it is ordinary memory).
+// Pages are backed on first write and read as zero before that. Under AddressSanitizer the
+// buffer is a heap array instead, so an access past its end is still reported. Memory is
+// released on destruction. Movable, not copyable; not thread-safe to move while in use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace keel {
+
+class LargeBuffer {
+ public:
+  LargeBuffer() = default;
+  // Reserves `bytes` bytes (0 is allowed: an empty buffer). Throws keel::Error
+  // (kOutOfMemory) naming `what` when the memory cannot be had.
+  LargeBuffer(size_t bytes, const char* what);
+  ~LargeBuffer();
+  LargeBuffer(LargeBuffer&& other) noexcept;
+  LargeBuffer& operator=(LargeBuffer&& other) noexcept;
+  LargeBuffer(const LargeBuffer&) = delete;
+  LargeBuffer& operator=(const LargeBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void release();
+
+  uint8_t* data_ = nullptr;   // [bytes_]
+  size_t bytes_ = 0;
+  void* mapping_ = nullptr;   // the whole mapping (nullptr: heap array or empty)
+  size_t mapping_bytes_ = 0;
+};
+
+}  // namespace keel
