@@ -3,6 +3,7 @@
 // GB/s read (decode) and int8 GOPS (prefill).
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -74,6 +75,33 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Decode from memory, not cache: one activation row through `n_mats` distinct 2048 x 5632
+// matrices in turn (about 200-400 MB for 32 of them, well past the last-level cache), as a
+// decode step walks its layers. weight_GBps here is what `--roofline`'s read bandwidth bounds.
+// args: type, n_mats, threads
+void BM_MatmulFromMemory(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t n_mats = state.range(1);
+  std::vector<std::unique_ptr<Fixture>> mats;
+  for (int64_t i = 0; i < n_mats; ++i) mats.push_back(std::make_unique<Fixture>(type, 2048, 5632, 1));
+  keel::ThreadPool pool(static_cast<int>(state.range(2)));
+  for (auto& f : mats) keel::kernels::matmul(f->w, f->x.data(), 1, f->y.data(), &pool);  // packs
+  for (auto _ : state) {
+    for (auto& f : mats) {
+      keel::kernels::matmul(f->w, f->x.data(), 1, f->y.data(), &pool);
+      benchmark::DoNotOptimize(f->y.data());
+    }
+  }
+  state.SetLabel(keel::tensor::dtype_name(type));
+  state.counters["weight_GBps"] = benchmark::Counter(double(mats[0]->data.size() * n_mats),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_MatmulFromMemory)
+    ->ArgsProduct({{int64_t(DType::kQ4_0), int64_t(DType::kQ8_0), int64_t(DType::kQ4_K), int64_t(DType::kF16)}, {32}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -23,13 +23,14 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-LargeBuffer::LargeBuffer(size_t bytes, const char* what) : bytes_(bytes) {
+LargeBuffer::LargeBuffer(size_t bytes, const char* what, Commit commit) : bytes_(bytes) {
   if (bytes == 0) return;
   const std::string name = what ? what : "buffer";
   if (bytes > SIZE_MAX - 2 * kHugePage) {
     throw Error(ErrorCode::kOutOfMemory, name + ": " + std::to_string(bytes) + " bytes overflow the address space");
   }
 #if defined(KEEL_LARGE_BUFFER_ON_HEAP)
+  (void)commit;
   data_ = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
   if (data_) std::memset(data_, 0, bytes);
 #else
@@ -37,7 +38,8 @@ LargeBuffer::LargeBuffer(size_t bytes, const char* what) : bytes_(bytes) {
   // the pages before it are never touched, so they cost address space only.
   const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   const size_t mapped = rounded + kHugePage;
-  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (commit == Commit::kOnFirstWrite ? MAP_NORESERVE : 0);
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p != MAP_FAILED) {
     const uintptr_t start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
     data_ = reinterpret_cast<uint8_t*>(start);

@@ -8,7 +8,11 @@
 //
 // Contract: the storage is an anonymous private mapping starting at a 2 MiB boundary,
 // advised MADV_HUGEPAGE (a hint: without transparent huge pages it is ordinary memory).
-// Pages are backed on first write and read as zero before that. Under AddressSanitizer the
+// Pages are backed on first write and read as zero before that. Commit::kNow (buffers
+// filled at once, e.g. packed weights) lets the kernel's overcommit check refuse a size
+// the machine cannot hold, as an error here rather than an OOM kill while filling;
+// Commit::kOnFirstWrite (MAP_NORESERVE: a KV pool's capacity, mostly never touched)
+// reserves address space only. Under AddressSanitizer the
 // buffer is a heap array instead, so an access past its end is still reported. Memory is
 // released on destruction. Movable, not copyable; not thread-safe to move while in use.
 #pragma once
@@ -20,10 +24,12 @@ namespace keel {
 
 class LargeBuffer {
  public:
+  enum class Commit { kNow, kOnFirstWrite };
+
   LargeBuffer() = default;
   // Reserves `bytes` bytes (0 is allowed: an empty buffer). Throws keel::Error
   // (kOutOfMemory) naming `what` when the memory cannot be had.
-  LargeBuffer(size_t bytes, const char* what);
+  LargeBuffer(size_t bytes, const char* what, Commit commit = Commit::kNow);
   ~LargeBuffer();
   LargeBuffer(LargeBuffer&& other) noexcept;
   LargeBuffer& operator=(LargeBuffer&& other) noexcept;

@@ -24,7 +24,7 @@ PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes)
   }
   // Untouched pages cost no resident memory; allocate() zeroes. Huge pages matter here: a
   // decode step at depth reads every layer's K/V pages (core/large_buffer.h).
-  storage_ = LargeBuffer(n * page_bytes, "kv page pool");
+  storage_ = LargeBuffer(n * page_bytes, "kv page pool", LargeBuffer::Commit::kOnFirstWrite);
   refs_.assign(n, 0);
   free_.reserve(n);
   for (int64_t i = n_pages - 1; i >= 0; --i) free_.push_back(static_cast<PageId>(i));

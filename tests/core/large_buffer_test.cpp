@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <utility>
 
 #include "core/error.h"
@@ -57,6 +58,33 @@ TEST(LargeBuffer, ImpossibleSizeIsAnOutOfMemoryErrorNamingTheBuffer) {
     EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
     EXPECT_NE(std::string(e.what()).find("kv page pool"), std::string::npos) << e.what();
   }
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEL_TEST_ASAN 1
+#endif
+#endif
+
+// A committed buffer larger than the machine's memory is an error at once (the kernel's
+// overcommit heuristic), not an OOM kill while it is filled. Only where the heuristic is on.
+TEST(LargeBuffer, CommittedBufferBeyondMemoryIsRefused) {
+#if defined(KEEL_TEST_ASAN)
+  GTEST_SKIP() << "the sanitizer build's heap array";
+#else
+  std::ifstream mode("/proc/sys/vm/overcommit_memory");
+  int overcommit = -1;
+  if (!(mode >> overcommit) || overcommit != 0) GTEST_SKIP() << "overcommit mode " << overcommit;
+  EXPECT_THROW(LargeBuffer(size_t{1} << 40, "packed weights", LargeBuffer::Commit::kNow), Error);  // 1 TiB
+  // A reservation beyond memory (64 GiB) only takes address space.
+  const size_t bytes = size_t{1} << 36;
+  LargeBuffer reserved(bytes, "kv page pool", LargeBuffer::Commit::kOnFirstWrite);
+  EXPECT_EQ(reserved.size(), bytes);
+  reserved.data()[bytes - 1] = 1;  // one page backed
+  EXPECT_EQ(reserved.data()[bytes - 1], 1);
+#endif
 }
 
 }  // namespace
