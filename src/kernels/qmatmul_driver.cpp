@@ -70,8 +70,12 @@ std::shared_ptr<q::PackCache> make_pack_cache(tensor::DType type) {
   return q::format_for(type) ? std::make_shared<q::PackCache>() : nullptr;
 }
 
-void prepare_weights(const WeightMatrix& w) {
-  if (w.pack && q::panel_kernel(q::best_isa(), w.type)) w.pack->get(w);
+void prepare_weights(const WeightMatrix& w, const std::shared_ptr<q::PackArena>& arena) {
+  if (w.pack && q::panel_kernel(q::best_isa(), w.type)) w.pack->get(w, nullptr, arena);
+}
+
+size_t prepared_bytes(const WeightMatrix& w) {
+  return w.pack && q::panel_kernel(q::best_isa(), w.type) ? q::PackedMatrix::bytes_for(w) : 0;
 }
 
 namespace {

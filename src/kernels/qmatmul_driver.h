@@ -2,6 +2,7 @@
 // calls. Contracts as in matmul.h; thread-safety as kernels::matmul.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -15,13 +16,17 @@ namespace keel::kernels {
 struct WeightMatrix;
 namespace q {
 class PackCache;
+class PackArena;
 }
 
 // A pack cache for a view of `type`, or nullptr when the type has no integer path.
 std::shared_ptr<q::PackCache> make_pack_cache(tensor::DType type);
 
-// Packs `w` now (at load) instead of on its first product; a no-op where nothing packs.
-void prepare_weights(const WeightMatrix& w);
+// Packs `w` now (at load) instead of on its first product, into `arena` when given (see
+// q::PackedMatrix); a no-op where nothing packs.
+void prepare_weights(const WeightMatrix& w, const std::shared_ptr<q::PackArena>& arena = nullptr);
+// The bytes prepare_weights(w) would pack (0 where nothing packs): to size an arena.
+size_t prepared_bytes(const WeightMatrix& w);
 
 // Runs y = x · Wᵀ on a fast path and returns true — the integer path (qmatmul.h) or the
 // f16/bf16 SIMD twin of the reference (matmul_half.h) — or returns false (nothing done)

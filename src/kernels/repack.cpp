@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -122,7 +123,26 @@ void pack_block(tensor::DType type, const uint8_t* const rows[kPanelRows], uint8
   }
 }
 
-PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(format_for(w.type)) {
+PackArena::PackArena(size_t bytes) : buffer_(bytes, "packed weights") {}
+
+uint8_t* PackArena::take(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded < bytes || rounded > buffer_.size() - used_) return nullptr;
+  uint8_t* p = buffer_.data() + used_;
+  used_ += rounded;
+  return p;
+}
+
+size_t PackedMatrix::bytes_for(const WeightMatrix& w) {
+  const Format* f = format_for(w.type);
+  if (!f || w.n_in <= 0 || w.n_out <= 0 || w.n_in % f->block != 0) return 0;
+  const size_t panels = static_cast<size_t>((w.n_out + kPanelRows - 1) / kPanelRows);
+  return f->panel_block_bytes * static_cast<size_t>(w.n_in / f->block) * panels;
+}
+
+PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool, std::shared_ptr<PackArena> arena)
+    : format_(format_for(w.type)) {
   if (!format_) {
     throw Error(ErrorCode::kUnsupported,
                 std::string("repack: no integer layout for ") + tensor::dtype_name(w.type));
@@ -138,7 +158,13 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(fo
   n_panels_ = (w.n_out + kPanelRows - 1) / kPanelRows;
   panel_bytes_ = format_->panel_block_bytes * static_cast<size_t>(n_blocks_);
   bytes_ = panel_bytes_ * static_cast<size_t>(n_panels_);
-  data_ = LargeBuffer(bytes_, "repack");
+  if (arena) base_ = arena->take(bytes_);
+  if (base_) {
+    arena_ = std::move(arena);
+  } else {
+    own_ = LargeBuffer(bytes_, "repack");
+    base_ = own_.data();
+  }
   auto pack_panels = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       for (int64_t b = 0; b < n_blocks_; ++b) {
@@ -147,7 +173,7 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(fo
           const int64_t o = p * kPanelRows + i;
           rows[i] = o < n_out_ ? w.row(o) + static_cast<size_t>(b) * format_->src_block_bytes : nullptr;
         }
-        pack_block(w.type, rows, data_.data() + p * panel_bytes_ + b * format_->panel_block_bytes);
+        pack_block(w.type, rows, base_ + p * panel_bytes_ + b * format_->panel_block_bytes);
       }
     }
   };
@@ -158,14 +184,14 @@ PackedMatrix::PackedMatrix(const WeightMatrix& w, ThreadPool* pool) : format_(fo
   }
 }
 
-const PackedMatrix& PackCache::get(const WeightMatrix& w, ThreadPool* pool) {
+const PackedMatrix& PackCache::get(const WeightMatrix& w, ThreadPool* pool, const std::shared_ptr<PackArena>& arena) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Entry& e : entries_) {
     if (e.data == w.data && e.n_in == w.n_in && e.n_out == w.n_out && e.row_stride == w.row_stride) {
       return *e.packed;
     }
   }
-  entries_.push_back({w.data, w.n_in, w.n_out, w.row_stride, std::make_unique<PackedMatrix>(w, pool)});
+  entries_.push_back({w.data, w.n_in, w.n_out, w.row_stride, std::make_unique<PackedMatrix>(w, pool, arena)});
   return *entries_.back().packed;
 }
 

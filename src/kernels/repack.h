@@ -18,7 +18,9 @@
 //                  H [row][4]: bits 2g..2g+1 = high 2 bits of q(g)
 // Rows past n_out in the last panel are zero (their outputs are never stored).
 //
-// Ownership: PackedMatrix owns its buffer (a LargeBuffer: 2 MiB-aligned, huge pages advised). PackCache (held by WeightMatrix
+// Ownership: PackedMatrix owns its buffer (a LargeBuffer: 2 MiB-aligned, huge pages advised),
+// or takes a slice of a PackArena (one buffer for every matrix packed at load, so no
+// matrix's tail is left on 4 KiB pages) and keeps the arena alive through a shared_ptr. PackCache (held by WeightMatrix
 // copies through a shared_ptr) packs a weight view on first use, once, under a mutex, and
 // keeps the result as long as any copy of the view lives; a view whose data pointer or
 // shape differ from what was packed (e.g. an expert slice of a 3-D tensor) gets its own
@@ -43,11 +45,31 @@ struct WeightMatrix;
 
 namespace keel::kernels::q {
 
+// One buffer sliced among many packed matrices (Model::prepare_weights sizes it with
+// PackedMatrix::bytes_for). Thread-safety: take() may be called concurrently.
+class PackArena {
+ public:
+  // Throws keel::Error (kOutOfMemory) when `bytes` cannot be had.
+  explicit PackArena(size_t bytes);
+  // `bytes` of the arena (64-byte aligned), or nullptr when it has no room left.
+  uint8_t* take(size_t bytes);
+  size_t capacity() const { return buffer_.size(); }
+
+ private:
+  LargeBuffer buffer_;
+  std::mutex mutex_;
+  size_t used_ = 0;
+};
+
 class PackedMatrix {
  public:
   // Repacks `w` (a type with format_for(type) != nullptr), spreading panels over `pool`
-  // when given. Throws keel::Error.
-  explicit PackedMatrix(const WeightMatrix& w, ThreadPool* pool = nullptr);
+  // when given, into a slice of `arena` when given and it has room (else a buffer of its
+  // own). Throws keel::Error.
+  explicit PackedMatrix(const WeightMatrix& w, ThreadPool* pool = nullptr,
+                        std::shared_ptr<PackArena> arena = nullptr);
+  // The bytes the packed form of `w` takes (0 when `w` has no integer layout).
+  static size_t bytes_for(const WeightMatrix& w);
 
   const Format& format() const { return *format_; }
   int64_t n_in() const { return n_in_; }
@@ -56,13 +78,15 @@ class PackedMatrix {
   int64_t n_panels() const { return n_panels_; }
   size_t bytes() const { return bytes_; }
   size_t panel_bytes() const { return panel_bytes_; }
-  const uint8_t* panel(int64_t p) const { return data_.data() + static_cast<size_t>(p) * panel_bytes_; }
+  const uint8_t* panel(int64_t p) const { return base_ + static_cast<size_t>(p) * panel_bytes_; }
 
  private:
   const Format* format_;
   int64_t n_in_, n_out_, n_blocks_, n_panels_;
   size_t panel_bytes_, bytes_;
-  LargeBuffer data_;  // [n_panels][panel_bytes], 2 MiB-aligned (core/large_buffer.h)
+  LargeBuffer own_;                    // the buffer when not in an arena
+  std::shared_ptr<PackArena> arena_;   // the arena holding the panels, if any
+  uint8_t* base_ = nullptr;            // [n_panels][panel_bytes]
 };
 
 // Packs one block of 16 rows: rows[i] points at row i's block b (nullptr: a zero row).
@@ -72,7 +96,9 @@ class PackCache {
  public:
   // The packed form of `w` (packing it now, on `pool` if given, if this is the first
   // request; `pool` must be driven by the calling thread).
-  const PackedMatrix& get(const WeightMatrix& w, ThreadPool* pool = nullptr);
+  // `arena` (optional): where to place it (PackedMatrix's constructor).
+  const PackedMatrix& get(const WeightMatrix& w, ThreadPool* pool = nullptr,
+                          const std::shared_ptr<PackArena>& arena = nullptr);
   // Total bytes held (for memory accounting in `keel bench`).
   size_t bytes() const;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -355,6 +356,44 @@ TEST(Repack, RejectsTypesWithoutAnIntegerLayout) {
   const auto w = WeightMatrix::packed(DType::kQ5_0, data.data(), 32, 2);
   EXPECT_EQ(w.pack, nullptr);
   EXPECT_THROW(q::PackedMatrix{w}, Error);
+}
+
+// Packing into an arena gives the bytes of a standalone pack; a full arena hands out no
+// more and the matrix gets a buffer of its own instead; the arena lives as long as a
+// matrix in it.
+TEST(Repack, ArenaSlicesHoldTheSameBytesAndFallBackWhenFull) {
+  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    SCOPED_TRACE(tensor::dtype_name(type));
+    const int64_t n_in = 512, n_out = 37;  // a partial last panel
+    const auto data = quantize(type, normal(n_in * n_out, 31), n_in, n_out);
+    const auto w = WeightMatrix::packed(type, data.data(), n_in, n_out);
+    const q::PackedMatrix alone(w);
+    ASSERT_EQ(q::PackedMatrix::bytes_for(w), alone.bytes());
+
+    auto arena = std::make_shared<q::PackArena>(alone.bytes() + 100);  // room for one
+    auto first = std::make_unique<q::PackedMatrix>(w, nullptr, arena);
+    const q::PackedMatrix second(w, nullptr, arena);  // no room: its own buffer
+    arena.reset();  // `first` keeps it alive
+    for (const q::PackedMatrix* pm : {static_cast<const q::PackedMatrix*>(first.get()), &second}) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(pm->panel(0)) % 64, 0u);
+      EXPECT_EQ(std::memcmp(pm->panel(0), alone.panel(0), alone.bytes()), 0);
+    }
+    EXPECT_NE(first->panel(0), second.panel(0));
+  }
+}
+
+TEST(Repack, ArenaTakesAlignedDisjointSlicesUntilFull) {
+  q::PackArena arena(1024);
+  uint8_t* a = arena.take(100);
+  uint8_t* b = arena.take(1);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b - a, 128);  // 100 rounded up to whole cache lines
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+  EXPECT_EQ(arena.take(2000), nullptr);
+  EXPECT_NE(arena.take(1024 - 192), nullptr);  // exactly what is left
+  EXPECT_EQ(arena.take(1), nullptr);
+  EXPECT_EQ(arena.take(SIZE_MAX), nullptr);  // no overflow in the rounding
 }
 
 // The tiles of a panel call share the next panels' lines exactly: contiguous, disjoint,
