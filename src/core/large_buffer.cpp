@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -88,6 +89,28 @@ void LargeBuffer::release() {
   bytes_ = 0;
   mapping_ = nullptr;
   mapping_bytes_ = 0;
+}
+
+std::string transparent_huge_pages_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos || close <= open) return "";
+  return line.substr(open + 1, close - open - 1);
+}
+
+int64_t anon_huge_page_bytes() {
+  std::ifstream f("/proc/self/smaps_rollup");
+  std::string key;
+  while (f >> key) {
+    if (key == "AnonHugePages:") {
+      int64_t kib = -1;
+      return f >> kib ? kib * 1024 : -1;
+    }
+    f.ignore(1 << 12, '\n');
+  }
+  return -1;
 }
 
 }  // namespace keel

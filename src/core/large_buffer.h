@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace keel {
 
@@ -48,5 +49,15 @@ class LargeBuffer {
   void* mapping_ = nullptr;   // the whole mapping (nullptr: heap array or empty)
   size_t mapping_bytes_ = 0;
 };
+
+// The kernel's transparent-huge-page policy ("always", "madvise" or "never", the bracketed
+// word of /sys/kernel/mm/transparent_hugepage/enabled), or "" when it cannot be read. Under
+// "never" a LargeBuffer is ordinary 4 KiB-page memory (see the class comment).
+std::string transparent_huge_pages_mode();
+
+// This process's anonymous memory on huge pages (AnonHugePages of /proc/self/smaps_rollup),
+// in bytes, or -1 when it cannot be read. For load logs: how much of the packed weights and
+// KV pool the kernel actually placed on huge pages.
+int64_t anon_huge_page_bytes();
 
 }  // namespace keel

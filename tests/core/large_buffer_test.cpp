@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -85,6 +86,19 @@ TEST(LargeBuffer, CommittedBufferBeyondMemoryIsRefused) {
   reserved.data()[bytes - 1] = 1;  // one page backed
   EXPECT_EQ(reserved.data()[bytes - 1], 1);
 #endif
+}
+
+TEST(LargeBuffer, ReportsTheHugePagePolicyAndUse) {
+  const std::string mode = transparent_huge_pages_mode();
+  EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode.empty()) << mode;
+  std::ifstream sys("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (std::getline(sys, line)) {
+    EXPECT_NE(line.find("[" + mode + "]"), std::string::npos) << line;
+  }
+  if (std::ifstream("/proc/self/smaps_rollup").good()) {
+    EXPECT_GE(anon_huge_page_bytes(), 0);
+  }
 }
 
 }  // namespace
