@@ -48,7 +48,7 @@ LargeBuffer::LargeBuffer(size_t bytes, const char* what, Commit commit) : bytes_
     mapping_bytes_ = mapped;
 #ifdef MADV_HUGEPAGE
     // Only whole 2 MiB pages inside the buffer: a huge page over the tail would make up to
-    // 2 MiB resident that nobody uses (there is one buffer per weight matrix).
+    // 2 MiB resident that nobody uses (small buffers, e.g. a matrix packed after load).
     const size_t whole = bytes / kHugePage * kHugePage;
     if (whole != 0) (void)::madvise(data_, whole, MADV_HUGEPAGE);
 #endif

@@ -12,9 +12,9 @@
 // filled at once, e.g. packed weights) lets the kernel's overcommit check refuse a size
 // the machine cannot hold, as an error here rather than an OOM kill while filling;
 // Commit::kOnFirstWrite (MAP_NORESERVE: a KV pool's capacity, mostly never touched)
-// reserves address space only. Under AddressSanitizer the
-// buffer is a heap array instead, so an access past its end is still reported. Memory is
-// released on destruction. Movable, not copyable; not thread-safe to move while in use.
+// reserves address space only. Under AddressSanitizer the buffer is a heap array instead,
+// so an access past its end is still reported. Memory is released on destruction.
+// Movable, not copyable; not thread-safe to move while in use.
 #pragma once
 
 #include <cstddef>

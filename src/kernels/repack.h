@@ -18,13 +18,13 @@
 //                  H [row][4]: bits 2g..2g+1 = high 2 bits of q(g)
 // Rows past n_out in the last panel are zero (their outputs are never stored).
 //
-// Ownership: PackedMatrix owns its buffer (a LargeBuffer: 2 MiB-aligned, huge pages advised),
-// or takes a slice of a PackArena (one buffer for every matrix packed at load, so no
-// matrix's tail is left on 4 KiB pages) and keeps the arena alive through a shared_ptr. PackCache (held by WeightMatrix
-// copies through a shared_ptr) packs a weight view on first use, once, under a mutex, and
-// keeps the result as long as any copy of the view lives; a view whose data pointer or
-// shape differ from what was packed (e.g. an expert slice of a 3-D tensor) gets its own
-// entry. Thread-safety: PackCache::get may be called concurrently.
+// Ownership: PackedMatrix owns its buffer (a LargeBuffer: 2 MiB-aligned, huge pages
+// advised), or takes a slice of a PackArena (one buffer for every matrix packed at load, so
+// no matrix's tail is left on 4 KiB pages) and keeps the arena alive through a shared_ptr.
+// PackCache (held by WeightMatrix copies through a shared_ptr) packs a weight view on first
+// use, once, under a mutex, and keeps the result as long as any copy of the view lives; a
+// view whose data pointer or shape differ from what was packed (e.g. an expert slice of a
+// 3-D tensor) gets its own entry. Thread-safety: PackCache::get may be called concurrently.
 #pragma once
 
 #include <cstddef>
