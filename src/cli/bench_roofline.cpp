@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/large_buffer.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "kernels/qmatmul.h"
@@ -50,10 +49,11 @@ double rate_on_all(ThreadPool& pool, Fn fn) {
   return sum;
 }
 
-// The probe reads memory placed as the model's packed weights are (core/large_buffer.h:
-// 2 MiB pages where the kernel allows), so the bound it gives is the one they stream at.
 struct Buffer {
-  LargeBuffer data;
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data;
   size_t bytes = 0;
 };
 
@@ -61,13 +61,17 @@ struct Buffer {
 Buffer read_buffer(ThreadPool& pool, size_t bytes) {
   Buffer b;
   b.bytes = std::max<size_t>(bytes / 4096 * 4096, 4096 * 16);
-  b.data = LargeBuffer(b.bytes, "bench --roofline read buffer");
+  b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, b.bytes)));
+  if (!b.data) {
+    throw Error(ErrorCode::kOutOfMemory,
+                "bench --roofline: cannot allocate the " + std::to_string(b.bytes >> 20) + " MiB read buffer");
+  }
   // Distinct contents in every 8 bytes: pages with equal contents could be merged by the
   // host (KSM under a hypervisor) and then read from the cache instead of memory.
   const int64_t pages = static_cast<int64_t>(b.bytes / 4096);
   pool.parallel_for(pages, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
-      uint64_t* words = reinterpret_cast<uint64_t*>(b.data.data() + p * 4096);
+      uint64_t* words = reinterpret_cast<uint64_t*>(b.data.get() + p * 4096);
       for (uint64_t i = 0; i < 512; ++i) words[i] = (static_cast<uint64_t>(p) * 512 + i) * 0x9e3779b97f4a7c15ull;
     }
   });
@@ -121,7 +125,7 @@ MachineRoofline measure_machine(ThreadPool& pool, const RooflineOptions& options
   std::atomic<uint64_t> sink{0};
   double best_any = 0;
   for (int pass = 0; pass < std::max(1, options.read_passes); ++pass) {
-    const Pass p = read_pass(pool, buf.data.data() + static_cast<size_t>(pass % 8) * segment, share, sink);
+    const Pass p = read_pass(pool, buf.data.get() + static_cast<size_t>(pass % 8) * segment, share, sink);
     best_any = std::max(best_any, p.gbs);
     r.read_passes_gbs.push_back(p.clean ? p.gbs : -p.gbs);
     if (p.clean) {
