@@ -7,6 +7,10 @@
 // of core (Zen 4) a 512-bit broadcast takes a vector pipe slot that the folded form does
 // not. Measured on the flash value loop (two fmas per broadcast): 5.7 -> 4.7 cycles per
 // key-head. The arithmetic is exactly the intrinsic's.
+// The other side (Zen 5, 2026-12-04): each folded broadcast is a load, and a loop whose
+// loads outnumber its multiply-adds is bound by them. Where one broadcast feeds the
+// multiply-adds of several weight panels, qmatmul_avx512.cpp (XWord) broadcasts once into a
+// register instead (pp512 +14-18%); for one multiply-add per broadcast the folded form stays.
 #pragma once
 
 #include <immintrin.h>
