@@ -118,7 +118,7 @@ TEST(ToolsParse, HermesBareCallsWhenTheTagsAreInvisible) {
   EXPECT_EQ(r.calls[0].arguments, "{\"s\":\"}{\"}");  // braces inside strings do not split
   EXPECT_EQ(r.calls[1].name, "b");
   EXPECT_EQ(r.content, "");
-  for (const std::string text : {std::string("{\"a\": 1}"), std::string("{\"name\": \"a\", \"arguments\": {}} and more"),
+  for (const std::string& text : {std::string("{\"a\": 1}"), std::string("{\"name\": \"a\", \"arguments\": {}} and more"),
                                  std::string("{\"name\": \"a\", \"arguments\": {")}) {
     r = parse_tool_calls(ToolSyntax::kHermes, text);
     EXPECT_TRUE(r.calls.empty()) << text;
@@ -127,7 +127,7 @@ TEST(ToolsParse, HermesBareCallsWhenTheTagsAreInvisible) {
 }
 
 TEST(ToolsParse, MalformedCallsAreContent) {
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("<tool_call>\n{\"name\": \"a\", \"arguments\": {"),
            std::string("<tool_call>\n{\"arguments\": {}}\n</tool_call>"),
            std::string("<tool_call>\n{\"name\": 5, \"arguments\": {}}\n</tool_call>"),
@@ -152,7 +152,7 @@ TEST(ToolsParse, Llama3WholeReplyCalls) {
 }
 
 TEST(ToolsParse, MistralWithOrWithoutTheVisibleMarker) {
-  for (const std::string text : {std::string("[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": true}}]"),
+  for (const std::string& text : {std::string("[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": true}}]"),
                                  std::string("[{\"name\": \"a\", \"arguments\": {\"k\": true}}]")}) {
     const ParsedReply r = parse_tool_calls(ToolSyntax::kMistral, text);
     ASSERT_EQ(r.calls.size(), 1u) << text;

@@ -46,7 +46,9 @@ void expect_valid(const std::shared_ptr<const JsonSchema>& schema, const std::st
   SchemaPrefix p(schema);
   for (size_t i = 0; i < text.size(); ++i) {
     ASSERT_TRUE(p.feed_byte(static_cast<uint8_t>(text[i]))) << text << " rejected at byte " << i << " ('" << text[i] << "')";
-    if (i + 1 < text.size()) EXPECT_FALSE(p.complete() && text[i + 1] != ' ' && text[i + 1] != '\n') << text << " @" << i;
+    if (i + 1 < text.size()) {
+      EXPECT_FALSE(p.complete() && text[i + 1] != ' ' && text[i + 1] != '\n') << text << " @" << i;
+    }
   }
   EXPECT_TRUE(p.complete()) << text;
 }
