@@ -104,7 +104,7 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   const int64_t nb = n / traits(type).block_size;
   switch (type) {
     case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
-    case DType::kF16: store_halves(src, dst, n, fp32_to_fp16); return;
+    case DType::kF16: fp32_to_fp16_row(src, dst, n); return;
     case DType::kBF16: store_halves(src, dst, n, fp32_to_bf16); return;
     case DType::kF64: {
       auto* p = static_cast<uint8_t*>(dst);

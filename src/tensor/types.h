@@ -69,4 +69,10 @@ uint16_t fp32_to_fp16(float f);
 float bf16_to_fp32(uint16_t h);
 uint16_t fp32_to_bf16(float f);
 
+// n floats to IEEE halves at dst (2n bytes, any alignment), fp32_to_fp16's bits for every
+// element. kAuto uses F16C where the machine has it (and KEEL_CPU allows); kScalar is the
+// reference loop (for tests).
+enum class RowIsa { kAuto, kScalar };
+void fp32_to_fp16_row(const float* src, void* dst, int64_t n, RowIsa isa = RowIsa::kAuto);
+
 }  // namespace keel::tensor

@@ -100,7 +100,10 @@ TEST_F(EngineServiceTest, InfoTokenizeAndChatPrompt) {
   EXPECT_EQ(service_->detokenize(ids), "Once upon a time");
   CompletionRequest chat;
   chat.endpoint = Endpoint::kChat;
-  chat.messages = {{"user", "Hi"}};
+  ChatMessage hi;
+  hi.role = "user";
+  hi.content = "Hi";
+  chat.messages = {hi};
   const auto tokens = service_->prompt_tokens(chat);
   ASSERT_FALSE(tokens.empty());
   EXPECT_EQ(tokens[0], 1);  // BOS, written by the template, not doubled

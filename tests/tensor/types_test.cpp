@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -161,6 +163,45 @@ TEST(Bf16, RoundTripAndRounding) {
     if ((h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0) continue;
     ASSERT_EQ(fp32_to_bf16(bf16_to_fp32(static_cast<uint16_t>(h))), h) << std::hex << h;
     ASSERT_EQ(bits(bf16_to_fp32(static_cast<uint16_t>(h))), h << 16);
+  }
+}
+
+
+// The F16C row conversion (the KV cache's f16 store) against the scalar definition, bit
+// for bit: every class of input (zeros, subnormal results and their rounding boundary,
+// ties at every exponent, overflow to inf, NaNs with payloads) and a random sample of all
+// bit patterns, at every length 0..40 so the 8-wide body and the scalar tail both run.
+TEST(HalfConversion, RowConversionMatchesScalarBitwise) {
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x00000001u, 0x007fffffu, 0x00800000u,
+                                    0x33000000u, 0x33000001u, 0x337fffffu, 0x33800000u, 0x38800000u,
+                                    0x387fe000u, 0x387ff000u, 0x38801000u, 0x3f800000u, 0x3f801000u,
+                                    0x3f803000u, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x47800000u,
+                                    0x7f7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0x7fc00000u,
+                                    0x7fa02000u, 0xffffffffu, 0xff801234u, 0xc77ff000u, 0xb3000001u};
+  // Ties and near-ties of the 13 dropped bits at every exponent a half can hold.
+  for (uint32_t e = 0x67; e <= 0x8f; ++e) {
+    for (uint32_t low : {0x0fffu, 0x1000u, 0x1001u, 0x3000u, 0x2fffu}) patterns.push_back((e << 23) | low);
+  }
+  std::mt19937 rng(12345);
+  for (int i = 0; i < 200000; ++i) patterns.push_back(static_cast<uint32_t>(rng()));
+  std::vector<float> src(patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i) src[i] = from_bits(patterns[i]);
+
+  std::vector<uint16_t> fast(src.size()), ref(src.size());
+  fp32_to_fp16_row(src.data(), fast.data(), static_cast<int64_t>(src.size()));
+  fp32_to_fp16_row(src.data(), ref.data(), static_cast<int64_t>(src.size()), RowIsa::kScalar);
+  for (size_t i = 0; i < src.size(); ++i) {
+    ASSERT_EQ(ref[i], fp32_to_fp16(src[i])) << "scalar row, input 0x" << std::hex << patterns[i];
+    ASSERT_EQ(fast[i], ref[i]) << "input 0x" << std::hex << patterns[i];
+  }
+  // Every length, at an odd byte offset (the KV rows it writes need not be aligned).
+  std::vector<uint8_t> out(2 * 41 + 1), want(2 * 41 + 1);
+  for (int64_t n = 0; n <= 40; ++n) {
+    std::fill(out.begin(), out.end(), 0xAB);
+    std::fill(want.begin(), want.end(), 0xAB);
+    fp32_to_fp16_row(src.data() + 3, out.data() + 1, n);
+    fp32_to_fp16_row(src.data() + 3, want.data() + 1, n, RowIsa::kScalar);
+    ASSERT_EQ(out, want) << "n = " << n;
   }
 }
 
