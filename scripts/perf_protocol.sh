@@ -15,7 +15,7 @@ for t in q4_0 q4_k_m q8_0 f16; do
   [ -f "$m" ] || "$keel" make-model --preset 1b --type "$t" -o "$m"
   echo "=== $t"
   "$keel" bench --roofline -m "$m"
-  "$keel" bench -m "$m" -p 512 -n 128 -r 3
+  "$keel" bench -m "$m" -p 512 -n 128 -r 3 --with-bounds
   "$keel" bench -m "$m" -p 0 -n 128 --parallel 1,8 -r 2
 done
 echo "=== depth"

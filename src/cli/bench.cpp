@@ -41,6 +41,7 @@ struct BenchOptions {
   std::string type_v = "f16";
   std::string output = "md";
   bool roofline = false;
+  bool with_bounds = false;  // each row also against the roofline probed just before and after it
   int64_t roofline_mib = 1024;  // read-probe buffer; far beyond L3 (32 MiB here)
 };
 
@@ -51,6 +52,15 @@ constexpr int64_t kMaxTokens = int64_t{1} << 24;
 struct ModelFacts {
   std::string file, type;
   double size_gib = 0, params_b = 0;
+};
+
+// A row's bound from the probes taken just before and just after it (--with-bounds): on a
+// machine whose memory bandwidth drifts (a VM's neighbours), the bound of the same minutes.
+struct RowBound {
+  bool set = false;
+  double read_gbs_before = 0, read_gbs_after = 0;
+  double bound_ts = 0;  // see row_bound_ts
+  double fraction = 0;  // avg_ts / bound_ts
 };
 
 ModelFacts model_facts(const model::Model& m) {
@@ -103,8 +113,8 @@ std::vector<BenchTest> plan_tests(const BenchOptions& o) {
   return tests;
 }
 
-nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchResult& r) {
-  return {{"model_filename", f.file},
+nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb) {
+  nlohmann::json j = {{"model_filename", f.file},
           {"model_type", f.type},
           {"model_size_gib", f.size_gib},
           {"model_n_params_b", f.params_b},
@@ -125,30 +135,77 @@ nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchR
           {"isa", kernels::q::isa_name(kernels::q::best_isa())},
           {"matmul_path", kernels::matmul_path_name(kernels::matmul_path())},
           {"cpu_info", cpu_features().describe()}};
+  if (rb.set) {
+    j["read_gbs_before"] = rb.read_gbs_before;
+    j["read_gbs_after"] = rb.read_gbs_after;
+    j["bound_ts"] = rb.bound_ts;
+    j["bound_fraction"] = rb.fraction;
+  }
+  return j;
 }
 
-void print_md_header() {
-  std::printf("| model | size | params | isa | threads | fa | ctk/ctv | test | t/s | t/s (cpu) |\n");
-  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: | ---: |\n");
+void print_md_header(bool bounds) {
+  std::printf("| model | size | params | isa | threads | fa | ctk/ctv | test | t/s | t/s (cpu) |%s\n",
+              bounds ? " read GB/s before, after | bound t/s | of bound |" : "");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: | ---: |%s\n", bounds ? " ---: | ---: | ---: |" : "");
 }
 
-void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, bool first) {
+void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb, bool first) {
   if (o.output == "json") {
-    std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r).dump().c_str());
+    std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r, rb).dump().c_str());
   } else if (o.output == "csv") {
-    if (first) std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,avg_cpu_ts\n");
-    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f\n", f.file.c_str(), f.type.c_str(), o.threads,
+    if (first) {
+      std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,avg_cpu_ts%s\n",
+                  rb.set ? ",read_gbs_before,read_gbs_after,bound_ts,bound_fraction" : "");
+    }
+    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f", f.file.c_str(), f.type.c_str(), o.threads,
                 o.flash_attn == "on", o.type_k.c_str(), o.type_v.c_str(), (long long)r.test.n_parallel,
                 r.test.name().c_str(), (long long)r.test.n_prompt, (long long)r.test.n_gen,
                 (long long)r.test.n_depth, r.avg_ts(), r.stddev_ts(), r.avg_cpu_ts());
+    if (rb.set) std::printf(",%.2f,%.2f,%.3f,%.4f", rb.read_gbs_before, rb.read_gbs_after, rb.bound_ts, rb.fraction);
+    std::printf("\n");
   } else {
-    if (first) print_md_header();
-    std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f | %.2f |\n", f.file.c_str(),
+    if (first) print_md_header(rb.set);
+    std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f | %.2f |", f.file.c_str(),
                 f.type.c_str(), f.size_gib, f.params_b, kernels::q::isa_name(kernels::q::best_isa()), o.threads,
                 o.flash_attn.c_str(), o.type_k.c_str(), o.type_v.c_str(), r.test.name().c_str(), r.avg_ts(),
                 r.stddev_ts(), r.avg_cpu_ts());
+    if (rb.set) {
+      std::printf(" %.1f, %.1f | %.1f | %.0f%% |", rb.read_gbs_before, rb.read_gbs_after, rb.bound_ts, 100 * rb.fraction);
+    }
+    std::printf("\n");
   }
   std::fflush(stdout);
+}
+
+// The bound a row is held to: a pp row, the peak of its arithmetic path over its FLOPs; a
+// tg row, the weights read once per step at the probe's bandwidth for all N sequences,
+// capped by that compute peak. The K/V bytes a depth row also reads are not counted, so
+// its bound is the depth-0 one.
+double row_bound_ts(const BenchTest& t, const ModelBounds& b) {
+  if (t.n_prompt > 0) return b.pp_bound_ts;
+  return std::min(b.tg_bound_ts * static_cast<double>(t.n_parallel), b.pp_bound_ts);
+}
+
+// Runs test t between two roofline probes; the bound is the mean of the two machines'.
+BenchResult run_between_probes(const model::Model& m, ThreadPool& pool, const BenchTest& t, const BenchSettings& s,
+                               const BenchOptions& o, RowBound& rb) {
+  RooflineOptions ro;
+  ro.read_bytes = static_cast<size_t>(o.roofline_mib) << 20;
+  const MachineRoofline before = measure_machine(pool, ro);
+  BenchResult r = run_bench_test(m, pool, t, s);
+  const MachineRoofline after = measure_machine(pool, ro);
+  MachineRoofline mean = before;
+  mean.read_gbs = (before.read_gbs + after.read_gbs) / 2;
+  mean.int8_tops = (before.int8_tops + after.int8_tops) / 2;
+  mean.bf16_tflops = (before.bf16_tflops + after.bf16_tflops) / 2;
+  mean.f32_tflops = (before.f32_tflops + after.f32_tflops) / 2;
+  rb.set = true;
+  rb.read_gbs_before = before.read_gbs;
+  rb.read_gbs_after = after.read_gbs;
+  rb.bound_ts = row_bound_ts(t, model_bounds(m, mean));
+  rb.fraction = rb.bound_ts > 0 ? r.avg_ts() / rb.bound_ts : 0;
+  return r;
 }
 
 int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o) {
@@ -226,7 +283,9 @@ int run_bench(const BenchOptions& o) {
   const ModelFacts facts = model_facts(m);
   bool first = true;
   for (const BenchTest& t : plan_tests(o)) {
-    print_row(facts, o, run_bench_test(m, pool, t, s), first);
+    RowBound rb;
+    const BenchResult r = o.with_bounds ? run_between_probes(m, pool, t, s, o, rb) : run_bench_test(m, pool, t, s);
+    print_row(facts, o, r, rb, first);
     first = false;
   }
   if (o.output == "json" && !first) std::printf("\n]\n");
@@ -247,6 +306,8 @@ CommandRegistrar reg("bench", "Measure prompt/generation throughput (llama-bench
   app.add_option("--ctv,--cache-type-v", o->type_v, "V cache type");
   app.add_option("-o,--output", o->output, "md|json|csv")->check(CLI::IsMember({"md", "json", "csv"}));
   app.add_flag("--roofline", o->roofline, "measure bandwidth and dot-product peaks, print the model's bounds");
+  app.add_flag("--with-bounds", o->with_bounds,
+               "probe the roofline just before and after each row; print its bound and the fraction reached");
   app.add_option("--roofline-mib", o->roofline_mib, "read-probe buffer in MiB (keep it far beyond the L3)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   return [o] { return run_bench(*o); };

@@ -1,6 +1,7 @@
 // `keel bench` through the built binary on a tiny synthetic model: the rows it prints in
 // json, md and csv carry the llama-bench fields and one sample per repetition; --depth and
-// --parallel give their own rows; --roofline prints the bounds; bad flags exit nonzero
+// --parallel give their own rows; --roofline prints the bounds, --with-bounds a bound per
+// row; bad flags exit nonzero
 // without a crash. No figure is checked against a speed (only that it is a rate).
 #include <gtest/gtest.h>
 
@@ -140,6 +141,34 @@ TEST(BenchCommand, RooflinePrintsTheBounds) {
   EXPECT_GT(j["tg_bound_ts"].get<double>(), 0.0);
   EXPECT_GT(j["pp_bound_ts"].get<double>(), 0.0);
   EXPECT_EQ(j["n_threads"], 2);
+}
+
+// --with-bounds: each row carries the probes around it and its bound; the fraction is the
+// row's rate over that bound, and a parallel row's bound scales with its sequences (up to
+// the compute peak).
+TEST(BenchCommand, WithBoundsGivesEachRowItsBoundAndFraction) {
+  const nlohmann::json rows = json_rows("-p 8 -n 2 --parallel 1,2 -r 1 --with-bounds --roofline-mib 64");
+  ASSERT_EQ(rows.size(), 3u) << rows.dump();
+  for (const auto& row : rows) {
+    expect_rate_row(row, 1);
+    for (const char* key : {"read_gbs_before", "read_gbs_after", "bound_ts", "bound_fraction"}) {
+      ASSERT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
+    }
+    EXPECT_GT(row["read_gbs_before"].get<double>(), 0.0);
+    EXPECT_GT(row["read_gbs_after"].get<double>(), 0.0);
+    const double bound = row["bound_ts"].get<double>();
+    ASSERT_GT(bound, 0.0);
+    EXPECT_NEAR(row["bound_fraction"].get<double>(), row["avg_ts"].get<double>() / bound, 1e-9 * bound + 1e-12);
+  }
+  EXPECT_EQ(rows[0]["test"], "pp8");
+  EXPECT_EQ(rows[1]["test"], "tg2");
+  EXPECT_EQ(rows[2]["test"], "tg2 x2");
+  // Without the flag no row has the fields (the llama-bench columns stay as they were).
+  const nlohmann::json plain = json_rows("-p 0 -n 2 -r 1");
+  EXPECT_FALSE(plain[0].contains("bound_ts")) << plain.dump();
+  const CommandResult md = bench("-p 0 -n 2 -r 1 --with-bounds --roofline-mib 64");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| bound t/s | of bound |"), std::string::npos) << md.out;
 }
 
 TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
