@@ -242,45 +242,60 @@ void k4_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, flo
   for (int q = 0; q < P; ++q) store_rows<R>(acc[q], y + 16 * q, r0, ldy, q == P - 1 ? n_valid : 16);
 }
 
-template <int R, class Pf>
+// q6_K; P adjacent panels (as legacy_rows) share each activation broadcast.
+template <int R, int P, class Pf>
 void q6_k_rows(const uint8_t* panel, int64_t nb, const ActRows& a, int64_t r0, float* y,
                int64_t ldy, int n_valid, const Pf& pf) {
+  constexpr size_t kBlockBytes = 3360;
+  const size_t stride = static_cast<size_t>(nb) * kBlockBytes;
   const RowPtrs<R> p(a, r0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i m30 = _mm512_set1_epi8(0x30);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc[P][R];
+  for (int q = 0; q < P; ++q) {
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+  }
   for (int64_t b = 0; b < nb; ++b) {
     pf.at_block(b);
-    const uint8_t* blk = panel + b * 3360;
-    __m512i A[R];
-    for (int r = 0; r < R; ++r) A[r] = _mm512_setzero_si512();
+    const uint8_t* blk = panel + b * kBlockBytes;
+    __m512i A[P][R];
+    for (int q = 0; q < P; ++q) {
+      for (int r = 0; r < R; ++r) A[q][r] = _mm512_setzero_si512();
+    }
     for (int j = 0; j < 16; ++j) {
-      const uint8_t* sub = blk + 288 + 192 * j;
-      const __m512i va = load512(sub), vb = load512(sub + 64), vh = load512(sub + 128);
-      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(va, m4), _mm512_and_si512(_mm512_slli_epi16(vh, 4), m30));
-      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(va, 4), m4),
-                                         _mm512_and_si512(_mm512_slli_epi16(vh, 2), m30));
-      const __m512i q2 = _mm512_or_si512(_mm512_and_si512(vb, m4), _mm512_and_si512(vh, m30));
-      const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(vb, 4), m4),
-                                         _mm512_and_si512(_mm512_srli_epi16(vh, 2), m30));
-      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j)));
+      __m512i q0[P], q1[P], q2[P], q3[P], sc[P];
+      for (int q = 0; q < P; ++q) {
+        const uint8_t* sub = blk + q * stride + 288 + 192 * j;
+        const __m512i va = load512(sub), vb = load512(sub + 64), vh = load512(sub + 128);
+        q0[q] = _mm512_or_si512(_mm512_and_si512(va, m4), _mm512_and_si512(_mm512_slli_epi16(vh, 4), m30));
+        q1[q] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(va, 4), m4),
+                                _mm512_and_si512(_mm512_slli_epi16(vh, 2), m30));
+        q2[q] = _mm512_or_si512(_mm512_and_si512(vb, m4), _mm512_and_si512(vh, m30));
+        q3[q] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(vb, 4), m4),
+                                _mm512_and_si512(_mm512_srli_epi16(vh, 2), m30));
+        sc[q] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q * stride + 32 + 16 * j)));
+      }
       for (int r = 0; r < R; ++r) {
         const int8_t* xb = p.x[r] + 256 * b + 16 * j;
-        __m512i is = _mm512_set1_epi32(-32 * p.s16[r][16 * b + j]);
-        is = dpbusd_bcast(is, q0, xb);
-        is = dpbusd_bcast(is, q1, xb + 4);
-        is = dpbusd_bcast(is, q2, xb + 8);
-        is = dpbusd_bcast(is, q3, xb + 12);
-        A[r] = _mm512_add_epi32(A[r], _mm512_mullo_epi32(sc, is));
+        const __m512i off = _mm512_set1_epi32(-32 * p.s16[r][16 * b + j]);
+        const XWord<P> x0(xb), x1(xb + 4), x2(xb + 8), x3(xb + 12);
+        for (int q = 0; q < P; ++q) {
+          __m512i is = x0.dpbusd(off, q0[q]);
+          is = x1.dpbusd(is, q1[q]);
+          is = x2.dpbusd(is, q2[q]);
+          is = x3.dpbusd(is, q3[q]);
+          A[q][r] = _mm512_add_epi32(A[q][r], _mm512_mullo_epi32(sc[q], is));
+        }
       }
     }
-    const __m512 d = load_f16x16(blk);
-    for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[r][b])), _mm512_cvtepi32_ps(A[r]), acc[r]);
+    for (int q = 0; q < P; ++q) {
+      const __m512 d = load_f16x16(blk + q * stride);
+      for (int r = 0; r < R; ++r) {
+        acc[q][r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[r][b])), _mm512_cvtepi32_ps(A[q][r]), acc[q][r]);
+      }
     }
   }
-  store_rows<R>(acc, y, r0, ldy, n_valid);
+  for (int q = 0; q < P; ++q) store_rows<R>(acc[q], y + 16 * q, r0, ldy, q == P - 1 ? n_valid : 16);
 }
 
 // Activation rows in tiles of kMax (then 4, 2, 1 for the rest): the tile size only decides
@@ -329,7 +344,8 @@ template <int R> struct Q4_KK { template <class Pf> static void run(const uint8_
 template <int R> struct Q4_KK2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 2, false, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
 template <int R> struct Q5_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 1, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
 template <int R> struct Q5_KK2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { k4_rows<R, 2, true, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
-template <int R> struct Q6_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { q6_k_rows<R, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q6_KK { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { q6_k_rows<R, 1, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
+template <int R> struct Q6_KK2 { template <class Pf> static void run(const uint8_t* p, int64_t nb, const ActRows& a, int64_t r0, float* y, int64_t ldy, int n, const Pf& pf) { q6_k_rows<R, 2, Pf>(p, nb, a, r0, y, ldy, n, pf); } };
 
 }  // namespace
 
@@ -348,10 +364,14 @@ PanelFn panel_kernel_avx512(tensor::DType type) {
 PanelFn panel_pair_kernel_avx512(tensor::DType type) {
   switch (type) {
     // Two panels: 4 vectors per row (accumulators and block sums), so 4 rows per tile.
+    // q6_K paired: one thread, 2048x5632, hot (BM_QMatmul/14/2048/5632/{8,64,512}/1/0),
+    // alternating binaries: 252-269 -> 367-373, 290-316 -> 399-420, 282-333 -> 407-421 GOPS
+    // (3-row tiles: 307-374; 2-row: 258-301).
     case tensor::DType::kQ8_0: return tiled<Q8_0K2, kTileNarrow>;
     case tensor::DType::kQ4_0: return tiled<Q4_0K2, kTileNarrow>;
     case tensor::DType::kQ4_K: return tiled<Q4_KK2, 3>;
     case tensor::DType::kQ5_K: return tiled<Q5_KK2, 2>;
+    case tensor::DType::kQ6_K: return tiled<Q6_KK2, kTileNarrow>;
     default: return nullptr;
   }
 }

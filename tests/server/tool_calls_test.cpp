@@ -105,7 +105,7 @@ TEST(ToolCallReader, TextThatOnlyLooksLikeACallIsContentInTheEnd) {
   ToolCallPlan plan;
   plan.active = true;
   plan.syntax = ToolSyntax::kHermes;
-  for (const std::string text : {std::string("a <tool_ca"), std::string("x <tool_call>{not json"), std::string("plain")}) {
+  for (const std::string& text : {std::string("a <tool_ca"), std::string("x <tool_call>{not json"), std::string("plain")}) {
     for (size_t step : {1u, 4u}) {
       auto [streamed, reply] = run(ToolCallReader(plan), text, step);
       EXPECT_TRUE(reply.calls.empty()) << text;
