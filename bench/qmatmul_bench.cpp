@@ -92,6 +92,9 @@ void Shapes(benchmark::internal::Benchmark* b) {
   // f16 (matmul_half.h) at 8 rows: the parallel-8 decode step, cold and hot; the row
   // counts around the wide / scratch threshold (kScratchMinRows); and prefill.
   for (int threads : {1, 2}) {
+    // 1 row: the single-sequence decode step, weights cold.
+    b->Args({int64_t(DType::kF16), 2048, 5632, 1, threads, 1});
+    b->Args({int64_t(DType::kF16), 5632, 2048, 1, threads, 1});
     b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 1});
     b->Args({int64_t(DType::kF16), 2048, 5632, 8, threads, 0});
     b->Args({int64_t(DType::kF16), 5632, 2048, 8, threads, 1});

@@ -130,7 +130,7 @@ Metadata model_metadata(const ArchSpec& arch, const SyntheticShape& s, const Wei
   m.emplace_back("general.architecture", gguf::Value::str(a));
   m.emplace_back("general.name", gguf::Value::str(name));
   m.emplace_back("general.file_type", gguf::Value::u32(w.file_type));
-  if (w.base != DType::kF32 && w.base != DType::kF16) {
+  if (w.base != DType::kF32 && w.base != DType::kF16 && w.base != DType::kBF16) {
     m.emplace_back("general.quantization_version", gguf::Value::u32(2));
   }
   m.emplace_back(a + ".vocab_size", u32(n_vocab));

@@ -153,6 +153,7 @@ const std::vector<WeightType>& weight_types() {
       {"f32", DType::kF32, DType::kF32, 0},      {"f16", DType::kF16, DType::kF16, 1},
       {"q8_0", DType::kQ8_0, DType::kQ8_0, 7},   {"q4_0", DType::kQ4_0, DType::kQ4_0, 2},
       {"q4_k_m", DType::kQ4_K, DType::kQ4_K, 15}, {"mxfp4", DType::kQ8_0, DType::kMXFP4, 38},
+      {"bf16", DType::kBF16, DType::kBF16, 32},
   };
   return table;
 }

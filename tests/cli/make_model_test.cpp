@@ -114,7 +114,7 @@ TEST(MakeModel, TinyInEveryTypeHasTheExpectedTensorsAndTypes) {
   const Case cases[] = {
       {"f32", 0, DType::kF32, DType::kF32},     {"f16", 1, DType::kF16, DType::kF16},
       {"q8_0", 7, DType::kQ8_0, DType::kQ8_0},  {"q4_0", 2, DType::kQ4_0, DType::kQ6_K},
-      {"q4_k_m", 15, DType::kQ4_K, DType::kQ6_K},
+      {"q4_k_m", 15, DType::kQ4_K, DType::kQ6_K}, {"bf16", 32, DType::kBF16, DType::kBF16},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);
