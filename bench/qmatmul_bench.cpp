@@ -108,6 +108,19 @@ void Shapes(benchmark::internal::Benchmark* b) {
   }
 }
 
+// BF16: the pair-dot path (matmul_bf16dot.h) where the machine has AVX-512 BF16, else the
+// widening one. Decode (1 row, cold), 8 parallel decodes (cold), prefill.
+void Bf16Shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) {
+    b->Args({int64_t(DType::kBF16), 2048, 5632, 1, threads, 1});
+    b->Args({int64_t(DType::kBF16), 5632, 2048, 1, threads, 1});
+    b->Args({int64_t(DType::kBF16), 2048, 5632, 8, threads, 1});
+    b->Args({int64_t(DType::kBF16), 2048, 5632, 512, threads, 0});
+    b->Args({int64_t(DType::kBF16), 5632, 2048, 512, threads, 0});
+  }
+}
+
+BENCHMARK(BM_QMatmul)->Apply(Bf16Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_QMatmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/qmatmul.h"
 #include "kernels/roofline_probe.h"
 
@@ -147,7 +149,12 @@ ModelBounds model_bounds(const model::Model& m, const MachineRoofline& machine) 
   ModelBounds b;
   const auto& tensors = m.file().tensors();
   const bool tied = m.file().find_tensor("output.weight") == nullptr;
-  bool integer = true;
+  // The slowest arithmetic any matrix takes bounds the prompt: int8 dots (integer formats),
+  // bf16 pair dots (BF16 where the machine has them), else f32.
+  kernels::WeightMatrix bf16_probe;
+  bf16_probe.type = tensor::DType::kBF16;
+  const bool bf16_dot = kernels::bf16dot_available(bf16_probe);
+  bool integer = true, f32 = false;
   for (const auto& t : tensors) {
     if (t.shape.size() < 2) continue;  // norms, biases: negligible
     const bool embd = t.name == "token_embd.weight";
@@ -155,12 +162,15 @@ ModelBounds model_bounds(const model::Model& m, const MachineRoofline& machine) 
     if (!embd || tied) {
       b.weight_bytes_per_token += double(t.n_bytes);
       b.flops_per_token += 2.0 * double(t.n_elements());
-      if (!kernels::q::format_for(t.type)) integer = false;
+      if (!kernels::q::format_for(t.type)) {
+        integer = false;
+        if (!(t.type == tensor::DType::kBF16 && bf16_dot)) f32 = true;
+      }
     }
   }
   b.tg_bound_ts = machine.read_gbs * 1e9 / b.weight_bytes_per_token;
-  b.pp_path = integer ? "int8" : "f32";
-  const double peak = integer ? machine.int8_tops : machine.f32_tflops;
+  b.pp_path = integer ? "int8" : f32 ? "f32" : "bf16";
+  const double peak = integer ? machine.int8_tops : f32 ? machine.f32_tflops : machine.bf16_tflops;
   b.pp_bound_ts = peak * 1e12 / b.flops_per_token;
   return b;
 }

@@ -43,7 +43,7 @@ struct ModelBounds {
   double flops_per_token = 0;         // 2 x multiply-adds of the matrices (no attention)
   double tg_bound_ts = 0;             // read_gbs / weight bytes per token
   double pp_bound_ts = 0;             // peak of the path this weight type uses / flops
-  std::string pp_path;                // "int8", "f32" (the arithmetic prompt processing uses)
+  std::string pp_path;                // "int8", "bf16", "f32" (the arithmetic prompt processing uses)
 };
 
 ModelBounds model_bounds(const model::Model& m, const MachineRoofline& machine);

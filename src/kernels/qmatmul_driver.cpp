@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/matmul_half.h"
 #include "kernels/matmul_path.h"
 #include "kernels/repack.h"
@@ -176,6 +177,16 @@ thread_local q::ActBuffer caller_acts;
 bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
   const MatmulPath path = matmul_path();
   if (path == MatmulPath::kReference) return false;
+  if (bf16dot_available(w)) {
+    // BF16 on the pair-dot instruction (matmul_bf16dot.h); the twin path runs its oracle.
+    constexpr int64_t kRows = 32;
+    const Bf16Rows xb = bf16dot_round_rows(x, n_rows, w.n_in);
+    const auto range = path == MatmulPath::kAuto ? bf16dot_range : bf16dot_range_twin;
+    run_tasks(pool, (w.n_out + kRows - 1) / kRows, n_rows * w.n_in * w.n_out, [&](int64_t b, int64_t e) {
+      range(w, xb, n_rows, y, b * kRows, std::min(w.n_out, e * kRows));
+    });
+    return true;
+  }
   if (path == MatmulPath::kAuto && half_kernel_available(w)) {
     // Same bits as the reference (matmul_half.h), only faster.
     constexpr int64_t kRows = 16;
