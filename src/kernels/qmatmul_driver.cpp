@@ -179,7 +179,7 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
   if (path == MatmulPath::kReference) return false;
   if (bf16dot_available(w)) {
     // BF16 on the pair-dot instruction (matmul_bf16dot.h); the twin path runs its oracle.
-    constexpr int64_t kRows = 32;
+    constexpr int64_t kRows = 48;  // whole tiles of 6 (prefill) and 4 (decode)
     const Bf16Rows xb = bf16dot_round_rows(x, n_rows, w.n_in);
     const auto range = path == MatmulPath::kAuto ? bf16dot_range : bf16dot_range_twin;
     run_tasks(pool, (w.n_out + kRows - 1) / kRows, n_rows * w.n_in * w.n_out, [&](int64_t b, int64_t e) {

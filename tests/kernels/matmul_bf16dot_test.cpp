@@ -67,7 +67,7 @@ std::string where(int64_t n_in, int64_t n_out, int64_t n_rows) {
 TEST(Bf16Dot, KernelEqualsTwinOnOddSizes) {
   if (!kernel_here()) GTEST_SKIP() << "no AVX-512 BF16 here";
   std::mt19937 rng(5);
-  for (int64_t n_in : {1, 5, 31, 32, 33, 67, 264, 1000}) {
+  for (int64_t n_in : {1, 5, 31, 32, 33, 67, 264, 1000, 4000}) {  // 4000: 40 rows take two passes
     for (int64_t n_out : {1, 3, 18, 71}) {
       Bf16Weights wt(n_in, n_out, n_in % 2 ? 6 : 0, rng);
       for (int64_t n_rows : {1, 2, 3, 4, 5, 17, 40}) {
