@@ -63,24 +63,33 @@ bool bf16dot_available(const WeightMatrix& w) {
   return w.type == tensor::DType::kBF16 && q::best_isa() == q::Isa::kAvx512 && f.avx512_bf16;
 }
 
-Bf16Rows bf16dot_round_rows(const float* x, int64_t n_rows, int64_t n_in) {
+Bf16Rows bf16dot_rows_buffer(int64_t n_rows, int64_t n_in) {
   thread_local std::vector<uint16_t> buf;
   Bf16Rows rows;
   rows.stride = (n_in + 31) / 32 * 32;
   const size_t need = static_cast<size_t>(n_rows * rows.stride) + 32;  // + 64 bytes for alignment
   if (buf.size() < need) buf.resize(need);
-  auto* out = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  rows.data = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  return rows;
+}
+
+void bf16dot_round_into(const Bf16Rows& out, const float* x, int64_t n_in, int64_t r0, int64_t r1) {
+  if (r0 >= r1) return;
   const CpuFeatures& f = cpu_features();
   if (q::best_isa() == q::Isa::kAvx512 && f.avx512_bf16) {
-    bf16dot::round_rows_avx512(x, n_rows, n_in, out, rows.stride);
-  } else {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      uint16_t* o = out + r * rows.stride;
-      for (int64_t k = 0; k < n_in; ++k) o[k] = tensor::fp32_to_bf16(x[r * n_in + k]);
-      for (int64_t k = n_in; k < rows.stride; ++k) o[k] = 0;
-    }
+    bf16dot::round_rows_avx512(x + r0 * n_in, r1 - r0, n_in, out.data + r0 * out.stride, out.stride);
+    return;
   }
-  rows.data = out;
+  for (int64_t r = r0; r < r1; ++r) {
+    uint16_t* o = out.data + r * out.stride;
+    for (int64_t k = 0; k < n_in; ++k) o[k] = tensor::fp32_to_bf16(x[r * n_in + k]);
+    for (int64_t k = n_in; k < out.stride; ++k) o[k] = 0;
+  }
+}
+
+Bf16Rows bf16dot_round_rows(const float* x, int64_t n_rows, int64_t n_in) {
+  const Bf16Rows rows = bf16dot_rows_buffer(n_rows, n_in);
+  bf16dot_round_into(rows, x, n_in, 0, n_rows);
   return rows;
 }
 

@@ -27,10 +27,15 @@ bool bf16dot_available(const WeightMatrix& w);
 // Activations rounded for this path: rows of `stride` bf16 values (n_in rounded up to 32,
 // zero-padded). Owned by the calling thread's scratch: valid until its next call.
 struct Bf16Rows {
-  const uint16_t* data = nullptr;  // [n_rows][stride]
+  uint16_t* data = nullptr;  // [n_rows][stride]
   int64_t stride = 0;
 };
 Bf16Rows bf16dot_round_rows(const float* x, int64_t n_rows, int64_t n_in);
+// The same in two steps, so rows can be rounded on several threads: size the calling
+// thread's scratch for n_rows, then fill rows [r0, r1) of it from x (rows of n_in floats);
+// disjoint ranges may be filled concurrently.
+Bf16Rows bf16dot_rows_buffer(int64_t n_rows, int64_t n_in);
+void bf16dot_round_into(const Bf16Rows& out, const float* x, int64_t n_in, int64_t r0, int64_t r1);
 
 // Rows [o_begin, o_end) of y[n_rows][w.n_out] by the arithmetic above. _range runs the
 // AVX-512 kernel (bf16dot_available(w) must hold); _twin is the scalar oracle.

@@ -180,9 +180,14 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
   if (bf16dot_available(w)) {
     // BF16 on the pair-dot instruction (matmul_bf16dot.h); the twin path runs its oracle.
     constexpr int64_t kRows = 48;  // whole tiles of 6 (prefill) and 4 (decode)
-    const Bf16Rows xb = bf16dot_round_rows(x, n_rows, w.n_in);
+    const int64_t work = n_rows * w.n_in * w.n_out;
+    // The caller's scratch, rounded 8 rows a task (workers reach it by reference).
+    const Bf16Rows xb = bf16dot_rows_buffer(n_rows, w.n_in);
+    run_tasks(pool, (n_rows + 7) / 8, work / 64, [&](int64_t b, int64_t e) {
+      bf16dot_round_into(xb, x, w.n_in, b * 8, std::min(n_rows, e * 8));
+    });
     const auto range = path == MatmulPath::kAuto ? bf16dot_range : bf16dot_range_twin;
-    run_tasks(pool, (w.n_out + kRows - 1) / kRows, n_rows * w.n_in * w.n_out, [&](int64_t b, int64_t e) {
+    run_tasks(pool, (w.n_out + kRows - 1) / kRows, work, [&](int64_t b, int64_t e) {
       range(w, xb, n_rows, y, b * kRows, std::min(w.n_out, e * kRows));
     });
     return true;

@@ -133,7 +133,14 @@ TEST(Bf16Dot, RoundingEqualsScalarConversion) {
     const int64_t n_rows = 3;
     auto x = activations(n_in * n_rows, rng);
     for (size_t i = 0; i < std::size(specials) && i < x.size(); ++i) x[i * 5 % x.size()] = specials[i];
+    // Filled in two ranges (as the pool's tasks do) into a buffer of the same shape...
+    const Bf16Rows halves = bf16dot_rows_buffer(n_rows, n_in);
+    bf16dot_round_into(halves, x.data(), n_in, 1, n_rows);
+    bf16dot_round_into(halves, x.data(), n_in, 0, 1);
+    const std::vector<uint16_t> by_ranges(halves.data, halves.data + n_rows * halves.stride);
+    // ...and in one call (the same thread's scratch again).
     const Bf16Rows xb = bf16dot_round_rows(x.data(), n_rows, n_in);
+    EXPECT_EQ(std::vector<uint16_t>(xb.data, xb.data + n_rows * xb.stride), by_ranges);
     ASSERT_EQ(xb.stride % 32, 0);
     ASSERT_GE(xb.stride, n_in);
     for (int64_t r = 0; r < n_rows; ++r) {
