@@ -45,8 +45,8 @@ inline float reduce_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-// Weight rows w[0..4) (n_in elements each) x activation rows x[0..R) (padded to 32):
-// out[i][r] = the defined dot. `next` (4 rows or null): the next tile's rows, asked for
+// Weight rows w[0..W) (n_in elements each) x activation rows x[0..R) (padded to 32):
+// out[i][r] = the defined dot. `next` (W rows or null): the next tile's rows, asked for
 // into L2 at the column being read (decode streams each row once).
 template <int W, int R>
 void tile(const uint8_t* const (&w)[W], const uint16_t* const (&x)[R], int64_t n_in, const uint8_t* const* next,
