@@ -56,12 +56,12 @@ float twin_dot(const uint8_t* w_row, int64_t n_in, const uint16_t* xb) {
   return lane[0];
 }
 
+// The machine (as capped by KEEL_CPU) runs the AVX-512 BF16 implementations.
+bool machine_has_bf16dot() { return q::best_isa() == q::Isa::kAvx512 && cpu_features().avx512_bf16; }
+
 }  // namespace
 
-bool bf16dot_available(const WeightMatrix& w) {
-  const CpuFeatures& f = cpu_features();
-  return w.type == tensor::DType::kBF16 && q::best_isa() == q::Isa::kAvx512 && f.avx512_bf16;
-}
+bool bf16dot_available(const WeightMatrix& w) { return w.type == tensor::DType::kBF16 && machine_has_bf16dot(); }
 
 Bf16Rows bf16dot_rows_buffer(int64_t n_rows, int64_t n_in) {
   thread_local std::vector<uint16_t> buf;
@@ -75,8 +75,7 @@ Bf16Rows bf16dot_rows_buffer(int64_t n_rows, int64_t n_in) {
 
 void bf16dot_round_into(const Bf16Rows& out, const float* x, int64_t n_in, int64_t r0, int64_t r1) {
   if (r0 >= r1) return;
-  const CpuFeatures& f = cpu_features();
-  if (q::best_isa() == q::Isa::kAvx512 && f.avx512_bf16) {
+  if (machine_has_bf16dot()) {
     bf16dot::round_rows_avx512(x + r0 * n_in, r1 - r0, n_in, out.data + r0 * out.stride, out.stride);
     return;
   }
