@@ -174,22 +174,51 @@ thread_local q::ActBuffer caller_acts;
 
 }  // namespace
 
+namespace {
+
+// BF16 weights on the pair-dot instruction (matmul_bf16dot.h) for n matrices of one input
+// (bf16dot_available for each, the same n_in): x rounded once (8 rows a task, into the
+// caller's scratch, which workers reach by reference), then every matrix's row tasks as one
+// job. The twin path runs the oracle.
+void bf16dot_products(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys, int n,
+                      MatmulPath path, ThreadPool* pool) {
+  constexpr int64_t kRows = 48;  // whole tiles of 6 (prefill) and 4 (decode)
+  const int64_t n_in = ws[0]->n_in;
+  int64_t work = 0, tasks = 0;
+  int64_t first_task[kMaxSharedInput + 1];
+  for (int i = 0; i < n; ++i) {
+    work += n_rows * n_in * ws[i]->n_out;
+    first_task[i] = tasks;
+    tasks += (ws[i]->n_out + kRows - 1) / kRows;
+  }
+  first_task[n] = tasks;
+  const Bf16Rows xb = bf16dot_rows_buffer(n_rows, n_in);
+  run_tasks(pool, (n_rows + 7) / 8, work / 64, [&](int64_t b, int64_t e) {
+    bf16dot_round_into(xb, x, n_in, b * 8, std::min(n_rows, e * 8));
+  });
+  const auto range = path == MatmulPath::kAuto ? bf16dot_range : bf16dot_range_twin;
+  run_tasks(pool, tasks, work, [&](int64_t b, int64_t e) {
+    int i = 0;
+    while (b < e) {
+      while (b >= first_task[i + 1]) ++i;
+      const WeightMatrix& w = *ws[i];
+      const int64_t end = std::min(e, first_task[i + 1]);  // this matrix's part of [b, e)
+      const int64_t o0 = (b - first_task[i]) * kRows, o1 = std::min(w.n_out, (end - first_task[i]) * kRows);
+      range(w, xb, n_rows, ys[i], o0, o1);
+      b = end;
+    }
+  });
+}
+
+}  // namespace
+
 bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
   const MatmulPath path = matmul_path();
   if (path == MatmulPath::kReference) return false;
   if (bf16dot_available(w)) {
-    // BF16 on the pair-dot instruction (matmul_bf16dot.h); the twin path runs its oracle.
-    constexpr int64_t kRows = 48;  // whole tiles of 6 (prefill) and 4 (decode)
-    const int64_t work = n_rows * w.n_in * w.n_out;
-    // The caller's scratch, rounded 8 rows a task (workers reach it by reference).
-    const Bf16Rows xb = bf16dot_rows_buffer(n_rows, w.n_in);
-    run_tasks(pool, (n_rows + 7) / 8, work / 64, [&](int64_t b, int64_t e) {
-      bf16dot_round_into(xb, x, w.n_in, b * 8, std::min(n_rows, e * 8));
-    });
-    const auto range = path == MatmulPath::kAuto ? bf16dot_range : bf16dot_range_twin;
-    run_tasks(pool, (w.n_out + kRows - 1) / kRows, work, [&](int64_t b, int64_t e) {
-      range(w, xb, n_rows, y, b * kRows, std::min(w.n_out, e * kRows));
-    });
+    const WeightMatrix* ws[1] = {&w};
+    float* ys[1] = {y};
+    bf16dot_products(ws, x, n_rows, ys, 1, path, pool);
     return true;
   }
   if (path == MatmulPath::kAuto && half_kernel_available(w)) {
@@ -224,6 +253,12 @@ bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y
 bool matmul_fast_shared_input(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys,
                               int n, ThreadPool* pool) {
   if (n < 1 || n > kMaxSharedInput || matmul_path() != MatmulPath::kAuto) return false;
+  bool all_bf16dot = true;
+  for (int i = 0; i < n; ++i) all_bf16dot = all_bf16dot && bf16dot_available(*ws[i]) && ws[i]->n_in == ws[0]->n_in;
+  if (all_bf16dot) {
+    bf16dot_products(ws, x, n_rows, ys, n, MatmulPath::kAuto, pool);
+    return true;
+  }
   const q::Format* fmt = q::format_for(ws[0]->type);
   if (!fmt) return false;
   int64_t work = 0;

@@ -33,10 +33,11 @@ size_t prepared_bytes(const WeightMatrix& w);
 // when none applies (MatmulPath::kReference, a type without one).
 bool matmul_fast(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
-// The integer path for n (1..kMaxSharedInput, matmul.h) matrices of one input, y_i = x · W_iᵀ, with the
-// bits of n matmul_fast calls: x quantized once, every matrix's panel tasks in one job. Returns
-// false (nothing done) unless every matrix is packed for the SIMD integer path with one
-// activation format and the same n_in; the caller then multiplies them one by one.
+// n (1..kMaxSharedInput, matmul.h) matrices of one input, y_i = x · W_iᵀ, with the bits of n
+// matmul_fast calls: x quantized (or, for BF16 on the pair dot, rounded) once, every matrix's
+// tasks in one job. Returns false (nothing done) unless every matrix is packed for the SIMD
+// integer path with one activation format, or every one is BF16 on the pair dot, with the
+// same n_in; the caller then multiplies them one by one.
 bool matmul_fast_shared_input(const WeightMatrix* const* ws, const float* x, int64_t n_rows, float* const* ys,
                               int n, ThreadPool* pool);
 

@@ -204,12 +204,15 @@ TEST_P(IntegerPath, MatmulIsBatchAndThreadInvariantAndEqualsTwin) {
 // matmul_shared_input: one job over several matrices of one input gives each matrix the bits
 // of its own matmul, whether the matrices share an activation format (one quantization) or
 // not (one by one): q/k/v with odd n_out (a short last panel), 1 row (decode) and 37.
+// BF16 matrices share one rounding of x and one job of row tasks across the matrices.
 TEST(MatmulSharedInput, EqualsOneMatmulPerMatrix) {
   const int64_t n_in = 512;
   const std::vector<std::vector<DType>> sets = {
       {DType::kQ4_0, DType::kQ4_0, DType::kQ4_0}, {DType::kQ8_0, DType::kQ4_0},
       {DType::kQ4_K, DType::kQ4_K, DType::kQ6_K}, {DType::kQ4_K, DType::kQ4_0},
-      {DType::kF16, DType::kQ8_0}, {DType::kQ5_K}};
+      {DType::kF16, DType::kQ8_0}, {DType::kQ5_K},
+      // BF16 (the pair-dot path where the machine has it: one rounding, one job)
+      {DType::kBF16, DType::kBF16, DType::kBF16, DType::kBF16}, {DType::kBF16, DType::kF16}};
   const int64_t n_outs[] = {83, 21, 16, 40};
   ThreadPool pool(2);
   uint32_t seed = 40;
