@@ -10,7 +10,7 @@ keel="$build/keel"
 [ -x "$keel" ] || { echo "perf_protocol: $keel not built (make build)" >&2; exit 1; }
 date
 git log --oneline -1 2>/dev/null || true
-for t in q4_0 q4_k_m q8_0 f16; do
+for t in q4_0 q4_k_m q8_0 f16 bf16; do
   m="$dir/perf-1b-$t.gguf"
   [ -f "$m" ] || "$keel" make-model --preset 1b --type "$t" -o "$m"
   echo "=== $t"
