@@ -10,7 +10,7 @@
 // 32-row passes 457-499 / 416-468 GOPS, this 563-569 / 451-461 (L1-resident 4x4 tiles
 // alone: ~350 GOPS per core, 87% of the vdpbf16ps peak). Rows longer than 2048 go in equal
 // column blocks of at most 2048 (6 weight rows of 4 KiB stay in L1; the tile's sums wait in
-// memory between blocks, which changes no bit): the 5632-input product 21.4-25.1 ->
+// memory between blocks, which changes no bit): the 5632-input product 21.6-25.1 ->
 // 19.2-23.4 ms, pp512 bf16 +2-11% (alternating binaries, the same minutes).
 #include <immintrin.h>
 
@@ -60,7 +60,7 @@ struct TileSums {
 
 // Weight rows w[0..W) x activation rows x[0..R) (padded to 32), chunks [c0, c1) of 32
 // elements (the last chunk of the row zero-padded past n_in): continues the lane sums in
-// `acc` (zeros when c0 == 0). `next` (W rows or null): the next tile's rows, asked for
+// `sums` (starts from zeros when c0 == 0) and leaves them there. `next` (W rows or null): the next tile's rows, asked for
 // into L2 at the column being read (decode streams each row once).
 template <int W, int R>
 __attribute__((always_inline)) inline void tile_chunks(const uint8_t* const (&w)[W], const uint16_t* const (&x)[R],

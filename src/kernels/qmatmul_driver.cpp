@@ -172,10 +172,6 @@ q::ActRows quantize_input(q::ActBuffer& acts, const float* x, int64_t n_rows, in
 
 thread_local q::ActBuffer caller_acts;
 
-}  // namespace
-
-namespace {
-
 // BF16 weights on the pair-dot instruction (matmul_bf16dot.h) for n matrices of one input
 // (bf16dot_available for each, the same n_in): x rounded once (8 rows a task, into the
 // caller's scratch, which workers reach by reference), then every matrix's row tasks as one
