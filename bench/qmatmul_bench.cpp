@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "core/large_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
@@ -22,7 +23,7 @@ using keel::tensor::DType;
 constexpr size_t kColdBytes = size_t(96) << 20;  // 3x this machine's 32 MiB L3
 
 struct Copy {
-  std::vector<uint8_t> data;
+  keel::LargeBuffer data;
   keel::kernels::WeightMatrix w;
 };
 
@@ -36,14 +37,16 @@ struct Weights {
     std::vector<float> row(n_in);
     do {
       auto c = std::make_unique<Copy>();
-      c->data.resize(rb * n_out);
+      // As in the model: f16 / bf16 rows are read from memory that may sit on huge pages.
+      c->data = keel::LargeBuffer(rb * n_out, "benchmark weights");
+      uint8_t* base = c->data.data();
       for (int64_t o = 0; o < n_out; ++o) {
         for (auto& v : row) v = nd(rng);
-        keel::tensor::quantize_row(type, row.data(), c->data.data() + o * rb, n_in);
+        keel::tensor::quantize_row(type, row.data(), base + o * rb, n_in);
       }
-      c->w = keel::kernels::WeightMatrix::packed(type, c->data.data(), n_in, n_out);
+      c->w = keel::kernels::WeightMatrix::packed(type, base, n_in, n_out);
       // f16 / bf16 have no packed copy: their kernels read the rows as stored.
-      packed_bytes = c->w.pack ? c->w.pack->get(c->w, pool).bytes() : c->data.size();
+      packed_bytes = c->w.pack ? c->w.pack->get(c->w, pool).bytes() : rb * n_out;
       copies.push_back(std::move(c));
     } while (cold && copies.size() * packed_bytes < kColdBytes);
   }
@@ -71,6 +74,60 @@ void BM_QMatmul(benchmark::State& state) {
       benchmark::Counter(double(w.packed_bytes), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GOPS"] =
       benchmark::Counter(2.0 * n_in * n_out * n_rows / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// A decode step's products, layer after layer: q/k/v (one input), o, gate/up (one input),
+// down at TinyLlama-1.1B's shapes, 1 activation row, through enough layers (each its own
+// weights) that every layer comes from memory, as in the model. No element-wise work in
+// between: the gap to the single cold matrices above is what a sequence of smaller jobs
+// costs (each job's start and finish, the prefetchers' ramp on each matrix), the gap to
+// `keel bench` tg what the rest of the step costs.
+// args: type, threads
+void BM_DecodeLayers(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  keel::ThreadPool pool(static_cast<int>(state.range(1)));
+  constexpr int64_t kDim = 2048, kKv = 256, kFf = 5632;
+  struct Layer {
+    std::unique_ptr<Weights> q, k, v, o, gate, up, down;
+  };
+  std::vector<Layer> layers;
+  size_t layer_bytes = 0;
+  do {
+    Layer l;
+    l.q = std::make_unique<Weights>(type, kDim, kDim, false, &pool);
+    l.k = std::make_unique<Weights>(type, kDim, kKv, false, &pool);
+    l.v = std::make_unique<Weights>(type, kDim, kKv, false, &pool);
+    l.o = std::make_unique<Weights>(type, kDim, kDim, false, &pool);
+    l.gate = std::make_unique<Weights>(type, kDim, kFf, false, &pool);
+    l.up = std::make_unique<Weights>(type, kDim, kFf, false, &pool);
+    l.down = std::make_unique<Weights>(type, kFf, kDim, false, &pool);
+    layer_bytes = 0;
+    for (const Weights* w : {l.q.get(), l.k.get(), l.v.get(), l.o.get(), l.gate.get(), l.up.get(), l.down.get()})
+      layer_bytes += w->packed_bytes;
+    layers.push_back(std::move(l));
+  } while (layers.size() * layer_bytes < kColdBytes);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(kFf), q(kDim), k(kKv), v(kKv), o(kDim), gate(kFf), up(kFf), down(kDim);
+  for (auto& e : x) e = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    const Layer& l = layers[next];
+    using keel::kernels::WeightMatrix;
+    const WeightMatrix* qkv[] = {&l.q->copies[0]->w, &l.k->copies[0]->w, &l.v->copies[0]->w};
+    float* qkv_out[] = {q.data(), k.data(), v.data()};
+    keel::kernels::matmul_shared_input(qkv, x.data(), 1, qkv_out, 3, &pool);
+    keel::kernels::matmul(l.o->copies[0]->w, x.data(), 1, o.data(), &pool);
+    const WeightMatrix* ffn[] = {&l.gate->copies[0]->w, &l.up->copies[0]->w};
+    float* ffn_out[] = {gate.data(), up.data()};
+    keel::kernels::matmul_shared_input(ffn, x.data(), 1, ffn_out, 2, &pool);
+    keel::kernels::matmul(l.down->copies[0]->w, x.data(), 1, down.data(), &pool);
+    next = (next + 1) % layers.size();
+    benchmark::DoNotOptimize(down.data());
+  }
+  state.SetLabel(std::string(keel::tensor::dtype_name(type)) + " " + std::to_string(layers.size()) + " layers");
+  state.counters["weight_GBps"] =
+      benchmark::Counter(double(layer_bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -122,5 +179,11 @@ void Bf16Shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_QMatmul)->Apply(Bf16Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_QMatmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DecodeLayers)
+    ->ArgsProduct({{int64_t(DType::kQ4_0), int64_t(DType::kQ8_0), int64_t(DType::kQ4_K), int64_t(DType::kF16),
+                   int64_t(DType::kBF16)},
+                  {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
