@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -36,13 +37,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  fd_ = fd;
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_), fd_(other.fd_) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.fd_ = -1;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -51,8 +53,10 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = other.fd_;
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }
@@ -69,10 +73,31 @@ size_t MappedFile::release_pages(const uint8_t* begin, size_t n) const {
   return hi - lo;
 }
 
+void MappedFile::read_range(const uint8_t* begin, size_t n, uint8_t* dst) const {
+  if (n == 0) return;
+  if (!data_ || begin < data_ || n > size_ || static_cast<size_t>(begin - data_) > size_ - n) {
+    throw Error(ErrorCode::kInvalidArgument, path_ + ": read of " + std::to_string(n) + " bytes outside the mapping");
+  }
+  const size_t offset = static_cast<size_t>(begin - data_);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      throw Error(ErrorCode::kIo, path_ + ": cannot read " + std::to_string(n) + " bytes at offset " +
+                                      std::to_string(offset) + ": " +
+                                      (r < 0 ? std::strerror(errno) : "the file ended early"));
+    }
+    done += static_cast<size_t>(r);
+  }
+}
+
 void MappedFile::reset() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
+  fd_ = -1;
 }
 
 }  // namespace keel

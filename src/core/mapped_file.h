@@ -1,5 +1,6 @@
 // MappedFile — a read-only memory map of a whole file. Opening a multi-GB file maps it;
-// it does not read it. Movable, not copyable; the mapping lives as long as the object.
+// it does not read it. Movable, not copyable; the mapping and the open descriptor (so
+// read_range reads this file even if its path is replaced) live as long as the object.
 // Thread-safe for concurrent reads.
 #pragma once
 
@@ -30,11 +31,19 @@ class MappedFile {
   // refuses). Thread-safe.
   size_t release_pages(const uint8_t* begin, size_t n) const;
 
+  // Copies the n bytes of the mapping at [begin, begin + n) into dst[n] by reading the
+  // file (pread), so no page of the mapping is faulted in: for copies made at load, this
+  // is about twice as fast as faulting the mapping 4 KiB at a time and leaves it untouched.
+  // Throws keel::Error: kInvalidArgument when the range is not inside the mapping, kIo
+  // (naming the path and the OS reason) when the read fails or ends early. Thread-safe.
+  void read_range(const uint8_t* begin, size_t n, uint8_t* dst) const;
+
  private:
   void reset();
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
 };
 
 }  // namespace keel

@@ -110,6 +110,9 @@ ModelBackend::ModelBackend(std::shared_ptr<const model::Model> model,
   pool_ = std::make_unique<ThreadPool>(threads);
   // Pack now, on the pool, rather than inside the first requests' steps.
   const model::PrepareStats ps = model_->prepare_weights(*pool_);
+  if (model_->resident_bytes() > 0) {
+    log_info("engine: float weight matrices copied out of the mapping: " + format_bytes(model_->resident_bytes()));
+  }
   if (ps.matrices_packed > 0) {
     log_info("engine: packed " + std::to_string(ps.matrices_packed) + " weight matrices (" +
              format_bytes(ps.packed_bytes) + ") in " + std::to_string(static_cast<int64_t>(ps.seconds * 1000)) +

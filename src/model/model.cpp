@@ -31,6 +31,8 @@ void Model::load() {
   arch_->bind(*binder_, hp_);
 }
 
+uint64_t Model::resident_bytes() const { return binder_->resident_bytes(); }
+
 kv::KvLayout Model::kv_layout() const {
   kv::KvLayout layout;
   for (const LayerPlan& l : hp_.layers) layout.layer_window.push_back(l.window);

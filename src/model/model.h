@@ -81,6 +81,9 @@ class Model {
   // nothing under KEEL_MATMUL=reference|twin (packed copies would go unused). Calling it
   // again is cheap; safe while forward() runs (packing is per view, under its cache's lock).
   PrepareStats prepare_weights(ThreadPool& pool) const;
+  // Bytes of float (F32/F16/BF16) matrices copied at load out of the mapping into memory
+  // that may sit on 2 MiB pages (model/weights.h says why).
+  uint64_t resident_bytes() const;
 
  private:
   void load();

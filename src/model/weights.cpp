@@ -1,6 +1,9 @@
 #include "model/weights.h"
 
+#include <cstring>
+
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf.h"
 #include "tensor/types.h"
 
@@ -42,7 +45,7 @@ const gguf::TensorInfo& WeightBinder::require(const std::string& name,
 
 kernels::WeightMatrix WeightBinder::matrix(const std::string& name, int64_t n_in, int64_t n_out) {
   const gguf::TensorInfo& t = require(name, {n_in, n_out});
-  bound_.push_back({name, kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out)});
+  bound_.push_back({name, kernels::WeightMatrix::packed(t.type, matrix_data(t), n_in, n_out)});
   return bound_.back().w;
 }
 
@@ -64,12 +67,49 @@ ExpertMatrices WeightBinder::experts(const std::string& base, int64_t n_in, int6
                                      int64_t n_expert) {
   const gguf::TensorInfo& t = require(base + ".weight", {n_in, n_out, n_expert});
   ExpertMatrices m;
-  m.first = kernels::WeightMatrix::packed(t.type, t.data, n_in, n_out);
+  m.first = kernels::WeightMatrix::packed(t.type, matrix_data(t), n_in, n_out);
   m.expert_stride = m.first.row_stride * static_cast<size_t>(n_out);
   m.n_expert = n_expert;
   for (int64_t e = 0; e < n_expert; ++e) bound_.push_back({base + ".weight", m.expert(e)});
   if (has(base + ".bias")) m.bias = tensor_f32(base + ".bias", {n_out, n_expert});
   return m;
+}
+
+namespace {
+
+bool streams_stored_rows(tensor::DType type) {
+  return type == tensor::DType::kF32 || type == tensor::DType::kF16 || type == tensor::DType::kBF16;
+}
+
+size_t aligned_64(uint64_t n) { return static_cast<size_t>((n + 63) / 64 * 64); }
+
+}  // namespace
+
+const uint8_t* WeightBinder::matrix_data(const gguf::TensorInfo& t) {
+  if (!streams_stored_rows(t.type) || t.n_bytes == 0) return t.data;
+  if (auto it = resident_copies_.find(&t); it != resident_copies_.end()) return it->second;
+  if (!resident_sized_) {
+    resident_sized_ = true;
+    // Sized once for every float tensor of two or more dimensions (what may be bound as a
+    // matrix), so copies share one buffer and no tensor's tail is left on 4 KiB pages;
+    // the share of tensors never bound is reserved, never written, never backed.
+    size_t capacity = 0;
+    for (const gguf::TensorInfo& u : file_.tensors()) {
+      if (streams_stored_rows(u.type) && u.shape.size() >= 2) capacity += aligned_64(u.n_bytes);
+    }
+    resident_ = LargeBuffer(capacity, "float weight matrices");
+  }
+  const size_t bytes = aligned_64(t.n_bytes);
+  if (bytes > resident_.size() - resident_used_) return t.data;  // not sized for it: read in place
+  uint8_t* dst = resident_.data() + resident_used_;
+  if (const MappedFile* mapping = file_.mapping()) {
+    mapping->read_range(t.data, t.n_bytes, dst);
+  } else {
+    std::memcpy(dst, t.data, t.n_bytes);
+  }
+  resident_used_ += bytes;
+  resident_copies_.emplace(&t, dst);
+  return dst;
 }
 
 const float* WeightBinder::as_f32(const gguf::TensorInfo& t) {

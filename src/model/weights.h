@@ -1,7 +1,12 @@
 // WeightBinder — looks tensors up by name in a GGUF file and checks their shapes.
 //
-// Matrices stay in their stored type, pointing into the file's mapping (no whole-model
-// dequantization). Small vectors (norm weights, biases, sinks) are used as f32: an F32
+// Matrices stay in their stored type (no whole-model dequantization). Quantized ones point
+// into the file's mapping (Model::prepare_weights packs them for the integer kernels).
+// Matrices of a float type (F32, F16, BF16), whose kernels stream the stored rows, are
+// copied once at binding (read from the file, not faulted through the mapping) into one
+// buffer the binder owns that the kernel may back with 2 MiB pages (core/large_buffer.h):
+// a decode step streams every byte of them, and from 4 KiB file pages it ran 20-30% slower
+// (docs/PERFORMANCE.md). A tensor bound twice (tied embeddings) is copied once. Small vectors (norm weights, biases, sinks) are used as f32: an F32
 // tensor is used in place; another float type is converted once into storage the binder
 // owns. Shapes use GGUF order: ne[0] (the contiguous row length) first.
 //
@@ -13,9 +18,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/large_buffer.h"
 #include "kernels/matmul.h"
 
 namespace keel::gguf {
@@ -68,6 +75,8 @@ class WeightBinder {
   const float* tensor_f32(const std::string& name, const std::vector<int64_t>& shape);
 
   const gguf::GgufFile& file() const { return file_; }
+  // Bytes of float matrices copied into the binder's buffer so far.
+  uint64_t resident_bytes() const { return resident_used_; }
 
   // Every matrix view bound so far (each expert of an ExpertMatrices separately), in
   // binding order, with its tensor's name: what Model::prepare_weights packs at load.
@@ -80,9 +89,15 @@ class WeightBinder {
  private:
   const gguf::TensorInfo& require(const std::string& name, const std::vector<int64_t>& shape);
   const float* as_f32(const gguf::TensorInfo& t);
+  // Where matrices of tensor t are read: its copy for a float type, else the mapping.
+  const uint8_t* matrix_data(const gguf::TensorInfo& t);
 
   const gguf::GgufFile& file_;
   std::deque<std::vector<float>> converted_;  // deque: stable addresses
+  LargeBuffer resident_;       // float matrices' copies, sized at the first one
+  size_t resident_used_ = 0;
+  bool resident_sized_ = false;
+  std::map<const gguf::TensorInfo*, const uint8_t*> resident_copies_;
   std::vector<Bound> bound_;
 };
 

@@ -73,6 +73,35 @@ TEST(MappedFile, MapsAndReportsMissing) {
   }
 }
 
+TEST(MappedFile, ReadRangeCopiesTheFileBytes) {
+  std::string path = test::temp_dir() + "/read_range.bin";
+  std::string bytes;
+  for (int i = 0; i < 10007; ++i) bytes.push_back(static_cast<char>(i * 31 + 7));
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+  }
+  MappedFile m(path);
+  ASSERT_EQ(m.size(), bytes.size());
+  std::string out(5003, '\0');
+  m.read_range(m.data() + 4099, out.size(), reinterpret_cast<uint8_t*>(out.data()));
+  EXPECT_EQ(out, bytes.substr(4099, out.size()));
+  m.read_range(m.data() + m.size(), 0, nullptr);  // an empty range reads nothing
+  // Moved, it still reads its own file.
+  MappedFile moved(std::move(m));
+  moved.read_range(moved.data(), 1, reinterpret_cast<uint8_t*>(out.data()));
+  EXPECT_EQ(out[0], bytes[0]);
+  for (size_t at : {size_t(0), size_t(10000)}) {
+    try {
+      moved.read_range(moved.data() + at, 8, reinterpret_cast<uint8_t*>(out.data()));
+      if (at == 10000) FAIL() << "expected an error for a range past the end";
+    } catch (const Error& e) {
+      EXPECT_EQ(at, 10000u) << e.what();
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+  }
+}
+
 TEST(Cpu, DescribesFeatures) { EXPECT_FALSE(cpu_features().describe().empty()); }
 
 }  // namespace

@@ -5,11 +5,16 @@
 
 #include <vector>
 
+#include <cstring>
+
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
+#include "gguf/gguf.h"
 #include "kernels/matmul_path.h"
 #include "kernels/qmatmul.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "model/weights.h"
 #include "synthetic_support.h"
 
 namespace keel::test {
@@ -50,6 +55,33 @@ TEST(PrepareWeights, PacksAtLoadWithTheSameLogitsAndReleasesOriginals) {
     EXPECT_EQ(run(eager, pool, tokens), run(lazy, pool, tokens)) << threads << " threads, reference path";
     // Again is harmless (already packed).
     EXPECT_EQ(eager.prepare_weights(pool).matrices_packed, 0) << "reference path: nothing packs";
+  }
+}
+
+bool inside(const MappedFile& f, const uint8_t* p) { return p >= f.data() && p < f.data() + f.size(); }
+
+// Float matrices are read from a copy the binder made (on memory that may sit on huge
+// pages), byte for byte the file's; a tensor bound twice is copied once; quantized
+// matrices stay in the mapping for prepare_weights to pack.
+TEST(WeightBinder, CopiesFloatMatricesOutOfTheMapping) {
+  for (const char* type : {"f16", "bf16", "f32", "q8_0"}) {
+    model::SyntheticOptions so;
+    so.weight_type = type;
+    const std::string path = write_synthetic(std::string("binder_") + type, so);
+    gguf::GgufFile file(path);
+    ASSERT_NE(file.mapping(), nullptr);
+    const gguf::TensorInfo* t = file.find_tensor("token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->shape.size(), 2u);
+    model::WeightBinder b(file);
+    const kernels::WeightMatrix w = b.matrix("token_embd.weight", t->shape[0], t->shape[1]);
+    const bool is_float = std::string(type) != "q8_0";
+    EXPECT_EQ(inside(*file.mapping(), w.data), !is_float) << type;
+    EXPECT_EQ(std::memcmp(w.data, t->data, t->n_bytes), 0) << type;
+    EXPECT_EQ(b.resident_bytes() >= t->n_bytes, is_float) << type;
+    const uint64_t once = b.resident_bytes();
+    EXPECT_EQ(b.matrix("token_embd.weight", t->shape[0], t->shape[1]).data, w.data) << type;
+    EXPECT_EQ(b.resident_bytes(), once) << type << ": a tensor bound twice is copied once";
   }
 }
 
