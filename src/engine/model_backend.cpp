@@ -116,11 +116,14 @@ ModelBackend::ModelBackend(std::shared_ptr<const model::Model> model,
   if (ps.matrices_packed > 0) {
     log_info("engine: packed " + std::to_string(ps.matrices_packed) + " weight matrices (" +
              format_bytes(ps.packed_bytes) + ") in " + std::to_string(static_cast<int64_t>(ps.seconds * 1000)) +
-             " ms; released " + format_bytes(ps.released_bytes) + " of mapped originals; " +
-             format_bytes(static_cast<size_t>(std::max<int64_t>(0, anon_huge_page_bytes()))) + " on huge pages");
+             " ms; released " + format_bytes(ps.released_bytes) + " of mapped originals");
+  }
+  if (ps.matrices_packed > 0 || model_->resident_bytes() > 0) {
+    log_info("engine: " + format_bytes(static_cast<size_t>(std::max<int64_t>(0, anon_huge_page_bytes()))) +
+             " of memory on huge pages");
     if (transparent_huge_pages_mode() == "never") {
-      // Decode streams every packed byte per token; on 4 KiB pages each 4 KiB is a TLB miss,
-      // which under a hypervisor cost up to 5x in generation speed (docs/PERFORMANCE.md).
+      // Decode streams every packed or copied byte per token; on 4 KiB pages each 4 KiB is a
+      // TLB miss, which under a hypervisor cost up to 5x in generation speed (docs/PERFORMANCE.md).
       log_warn("engine: transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled is "
                "'never'): weights sit on 4 KiB pages and generation may be several times slower; "
                "'madvise' lets keel ask for huge pages");
