@@ -271,11 +271,11 @@ int run_bench(const BenchOptions& o) {
   const model::PrepareStats ps = m.prepare_weights(pool);
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   std::fprintf(stderr,
-               "keel bench: %s ready in %.0f ms (float matrices copied out of the mapping: %.1f MiB; packing %lld matrices, %.1f MiB: %.0f ms; released %.1f MiB of "
-               "mapped originals; RSS %.1f MiB before packing, %.1f MiB after, %.1f MiB of it on huge pages, THP "
-               "'%s'); isa %s, matmul %s\n",
-               o.model.c_str(), load_ms, m.resident_bytes() / 1048576.0, static_cast<long long>(ps.matrices_packed), ps.packed_bytes / 1048576.0,
-               ps.seconds * 1000, ps.released_bytes / 1048576.0, rss_mapped, resident_mib(),
+               "keel bench: %s ready in %.0f ms (float matrices copied out of the mapping: %.1f MiB; packing %lld "
+               "matrices, %.1f MiB: %.0f ms; released %.1f MiB of mapped originals; RSS %.1f MiB before packing, "
+               "%.1f MiB after, %.1f MiB of it on huge pages, THP '%s'); isa %s, matmul %s\n",
+               o.model.c_str(), load_ms, m.resident_bytes() / 1048576.0, static_cast<long long>(ps.matrices_packed),
+               ps.packed_bytes / 1048576.0, ps.seconds * 1000, ps.released_bytes / 1048576.0, rss_mapped, resident_mib(),
                std::max<int64_t>(0, anon_huge_page_bytes()) / 1048576.0, transparent_huge_pages_mode().c_str(),
                kernels::q::isa_name(kernels::q::best_isa()), kernels::matmul_path_name(kernels::matmul_path()));
   if (o.roofline) return run_roofline(m, pool, o);

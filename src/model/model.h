@@ -1,5 +1,6 @@
 // Model — a loaded GGUF model: hyper-parameters, weights bound by name (kept in their
-// stored type in the file's memory map) and the forward pass of its architecture.
+// stored type: quantized ones in the file's memory map, float matrices copied out of it,
+// model/weights.h) and the forward pass of its architecture.
 //
 // Contract:
 //  - Loading validates metadata and every tensor's shape; failures throw keel::Error

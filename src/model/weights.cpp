@@ -97,7 +97,13 @@ const uint8_t* WeightBinder::matrix_data(const gguf::TensorInfo& t) {
     for (const gguf::TensorInfo& u : file_.tensors()) {
       if (streams_stored_rows(u.type) && u.shape.size() >= 2) capacity += aligned_64(u.n_bytes);
     }
-    resident_ = LargeBuffer(capacity, "float weight matrices");
+    try {
+      resident_ = LargeBuffer(capacity, "float weight matrices");
+    } catch (const Error& e) {
+      // A model larger than the memory the OS will commit still runs from the mapping
+      // (paged from the file, slower), as it did before copies existed.
+      if (e.code() != ErrorCode::kOutOfMemory) throw;
+    }
   }
   const size_t bytes = aligned_64(t.n_bytes);
   if (bytes > resident_.size() - resident_used_) return t.data;  // not sized for it: read in place

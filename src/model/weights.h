@@ -6,9 +6,12 @@
 // copied once at binding (read from the file, not faulted through the mapping) into one
 // buffer the binder owns that the kernel may back with 2 MiB pages (core/large_buffer.h):
 // a decode step streams every byte of them, and from 4 KiB file pages it ran 20-30% slower
-// (docs/PERFORMANCE.md). A tensor bound twice (tied embeddings) is copied once. Small vectors (norm weights, biases, sinks) are used as f32: an F32
-// tensor is used in place; another float type is converted once into storage the binder
-// owns. Shapes use GGUF order: ne[0] (the contiguous row length) first.
+// (docs/PERFORMANCE.md). A tensor bound twice (tied embeddings) is copied once. When that
+// buffer cannot be had (kOutOfMemory: more than the OS will commit), they are read from the
+// mapping instead.
+// Small vectors (norm weights, biases, sinks) are used as f32: an F32 tensor is used in
+// place; another float type is converted once into storage the binder owns. Shapes use
+// GGUF order: ne[0] (the contiguous row length) first.
 //
 // Errors: a missing required tensor or a shape mismatch throws keel::Error (kNotFound /
 // kInvalidFile) naming the file, the tensor, its shape and the expected shape.

@@ -3,9 +3,13 @@
 // f32 reference) still gives the bits it gives on a model that never released anything.
 #include <gtest/gtest.h>
 
-#include <vector>
+#include <sys/resource.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
@@ -83,6 +87,59 @@ TEST(WeightBinder, CopiesFloatMatricesOutOfTheMapping) {
     EXPECT_EQ(b.matrix("token_embd.weight", t->shape[0], t->shape[1]).data, w.data) << type;
     EXPECT_EQ(b.resident_bytes(), once) << type << ": a tensor bound twice is copied once";
   }
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEL_TEST_ASAN 1
+#endif
+#endif
+
+// Address space in use now (VmSize of /proc/self/status), in bytes; 0 when unknown.
+size_t address_space_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmSize:") {
+      size_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+// In a death test's child: caps the address space just above what is in use, binds the f16
+// embedding, and exits 0 when it points into the mapping with nothing copied.
+[[noreturn]] void bind_with_no_room_for_copies(const std::string& path) {
+  gguf::GgufFile file(path);
+  const gguf::TensorInfo* t = file.find_tensor("token_embd.weight");
+  const rlim_t cap = address_space_bytes() + (rlim_t{1} << 20);
+  rlimit limit{};
+  limit.rlim_cur = cap;
+  limit.rlim_max = cap;
+  if (!t || setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(2);
+  model::WeightBinder b(file);
+  const kernels::WeightMatrix w = b.matrix("token_embd.weight", t->shape[0], t->shape[1]);
+  std::_Exit(w.data == t->data && b.resident_bytes() == 0 ? 0 : 1);
+}
+
+// Where the copies' buffer cannot be had, float matrices are read from the mapping: in a
+// child process whose address space is capped just above what it uses, binding an f16
+// matrix still succeeds and points into the mapping.
+TEST(WeightBinderDeathTest, FallsBackToTheMappingWithoutMemoryForCopies) {
+#if defined(KEEL_TEST_ASAN)
+  GTEST_SKIP() << "the sanitizer reserves address space of its own";
+#else
+  model::SyntheticOptions so;
+  so.weight_type = "f16";
+  const std::string path = write_synthetic("binder_no_memory_f16", so);
+  if (address_space_bytes() == 0) GTEST_SKIP() << "no /proc/self/status";
+  EXPECT_EXIT(bind_with_no_room_for_copies(path), ::testing::ExitedWithCode(0), "");
+#endif
 }
 
 }  // namespace
