@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "support/sanitizer.h"
 
 namespace keel {
 namespace {
@@ -60,14 +61,6 @@ TEST(LargeBuffer, ImpossibleSizeIsAnOutOfMemoryErrorNamingTheBuffer) {
     EXPECT_NE(std::string(e.what()).find("kv page pool"), std::string::npos) << e.what();
   }
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define KEEL_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KEEL_TEST_ASAN 1
-#endif
-#endif
 
 // A committed buffer larger than the machine's memory is an error at once (the kernel's
 // overcommit heuristic), not an OOM kill while it is filled. Only where the heuristic is on.

@@ -19,6 +19,7 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "model/weights.h"
+#include "support/sanitizer.h"
 #include "synthetic_support.h"
 
 namespace keel::test {
@@ -88,14 +89,6 @@ TEST(WeightBinder, CopiesFloatMatricesOutOfTheMapping) {
     EXPECT_EQ(b.resident_bytes(), once) << type << ": a tensor bound twice is copied once";
   }
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define KEEL_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KEEL_TEST_ASAN 1
-#endif
-#endif
 
 // Address space in use now (VmSize of /proc/self/status), in bytes; 0 when unknown.
 size_t address_space_bytes() {
