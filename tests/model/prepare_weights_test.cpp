@@ -1,6 +1,8 @@
 // Model::prepare_weights: packing at load gives the same logits as packing on first use,
 // releases the mapped originals' pages, and a path that reads the released originals (the
 // f32 reference) still gives the bits it gives on a model that never released anything.
+// WeightBinder: float matrices are copied out of the mapping (byte for byte, once per
+// tensor) and read in place when the copies' buffer cannot be committed.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
