@@ -184,7 +184,9 @@ void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r,
 // its bound is the depth-0 one.
 double row_bound_ts(const BenchTest& t, const ModelBounds& b) {
   if (t.n_prompt > 0) return b.pp_bound_ts;
-  return std::min(b.tg_bound_ts * static_cast<double>(t.n_parallel), b.pp_bound_ts);
+  const double by_memory = b.tg_bound_ts * static_cast<double>(t.n_parallel);
+  // A peak of 0 means this machine has no probe for the path: the memory bound stands alone.
+  return b.pp_bound_ts > 0 ? std::min(by_memory, b.pp_bound_ts) : by_memory;
 }
 
 // Runs test t between two roofline probes; the bound is the mean of the two machines'.

@@ -14,8 +14,9 @@ namespace keel::kernels::probe {
 // checksum so the loads stay.
 uint64_t read_bytes(const uint8_t* data, size_t n);
 
-// Runs `iters` rounds of independent int8 dot-product accumulations (AVX-512 VNNI vpdpbusd,
-// 12 chains) and returns the multiply-adds done (0 when the instruction is missing).
+// Runs `iters` rounds of independent int8 dot-product accumulations (12 chains: AVX-512 VNNI
+// vpdpbusd, else AVX2 vpmaddubsw + vpmaddwd + vpaddd) and returns the multiply-adds done
+// (0 when the machine has neither).
 uint64_t int8_dot_macs(int64_t iters);
 // As above with AVX-512 BF16 vdpbf16ps (0 when missing).
 uint64_t bf16_dot_macs(int64_t iters);
