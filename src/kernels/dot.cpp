@@ -1,5 +1,7 @@
 #include "kernels/dot.h"
 
+#include <cmath>
+
 #include "kernels/dot_simd.h"
 
 namespace keel::kernels {
@@ -9,10 +11,10 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+    for (int j = 0; j < 8; ++j) s[j] = std::fma(a[i + j], b[i + j], s[j]);
   }
   float sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
-  for (; i < n; ++i) sum += a[i] * b[i];
+  for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
   return sum;
 }
 

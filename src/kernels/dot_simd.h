@@ -1,6 +1,6 @@
 // AVX2 twin of kernels::dot_f32 (dot.h): the same 8 interleaved partial sums (one lane
-// each), mul then add, the same pairwise combine and ascending tail, so the same bits.
-// dot.cpp dispatches to it when the machine has AVX2. Pure, thread-safe.
+// each), fused multiply-add, the same pairwise combine and ascending tail, so the same
+// bits. dot.cpp dispatches to it when the machine has AVX2 and FMA. Pure, thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // scalar reduction tail both implementations share.
 #include "kernels/matmul_half.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -10,7 +11,7 @@
 #include "kernels/matmul_half_internal.h"
 #include "tensor/types.h"
 
-// The reference multiplies then adds; a contracted fma would change the bits.
+// Only the fused multiply-adds written out; a contracted sum would change the bits.
 #pragma GCC optimize("fp-contract=off")
 
 namespace keel::kernels {
@@ -20,8 +21,7 @@ float add_tail(float sum, const uint8_t* row, bool bf16, const float* x, int64_t
   for (int64_t k = k0; k < n; ++k) {
     uint16_t h;
     std::memcpy(&h, row + 2 * k, 2);
-    const float prod = (bf16 ? tensor::bf16_to_fp32(h) : tensor::fp16_to_fp32(h)) * x[k];
-    sum += prod;
+    sum = std::fma(bf16 ? tensor::bf16_to_fp32(h) : tensor::fp16_to_fp32(h), x[k], sum);
   }
   return sum;
 }

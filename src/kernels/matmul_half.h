@@ -1,6 +1,6 @@
 // F16 / BF16 weights by f32 activations (AVX2 + F16C, or AVX-512): the reference arithmetic of
 // kernels::matmul (each weight row widened to f32 exactly, then dot_f32's order: 8
-// interleaved partial sums, mul then add, pairwise combine, ascending tail) done with 8-lane
+// interleaved partial sums, fused multiply-add, pairwise combine, ascending tail) done with 8-lane
 // vectors, so the results are bitwise those of the scalar reference — for 1 row or n.
 // kernels::matmul sends BF16 weights to matmul_bf16dot.h's pair-dot path instead where the
 // machine has AVX-512 BF16 (twice the multiply rate, activations rounded to bf16).

@@ -2,7 +2,7 @@
 //
 // One zmm carries two 8-lane partial-sum vectors: lanes 0-7 belong to weight row a, lanes
 // 8-15 to row b, and lane j of each is the reference's sum s_j (elements k = j mod 8,
-// ascending, mul then add). Every output element thus goes through dot_f32's exact
+// ascending, fused multiply-add). Every output element thus goes through dot_f32's exact
 // operations; only more of them run at once.
 //
 // Decode (1-7 activation rows): the weights stream from memory once. A tile is 8 rows (4
@@ -16,7 +16,8 @@
 // an f32 scratch laid out [group of 4 pairs][step][pair][16 lanes], and every tile of 4
 // activation rows reuses it: 16 zmm sums (8 weight rows x 4 activation rows) per step, for
 // 4 weight loads and 4 activation broadcasts. Measured 80-88 GFLOPS per core against the
-// 115 of mul+add; the broadcasts' shuffles are most of the gap (activations pre-duplicated
+// 115 of mul+add when the definition was mul then add (FMA since: +12% at 512 rows on 2
+// threads); the broadcasts' shuffles are most of the gap (activations pre-duplicated
 // gained ~10% at 64 rows but lost at 512 for want of cache; 8x3, 8x2 and 4x6 tiles and
 // blocking the reduction for L1 measured no better).
 #include <immintrin.h>
@@ -35,7 +36,7 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
-// The reference multiplies then adds; a fused multiply-add would change the bits.
+// Only the fused multiply-adds written out; a contracted combine would change the bits.
 #pragma GCC optimize("fp-contract=off")
 
 namespace keel::kernels::half {
@@ -102,7 +103,7 @@ inline void accumulate(const Weights& weights, const Before& before, const float
     for (int b = 0; b < B; ++b) xv[b] = broadcast8(xr[b] + 8 * s);
     for (int p = 0; p < kPairs; ++p) {
       const __m512 wv = weights(p, s);
-      for (int b = 0; b < B; ++b) acc[p][b] = _mm512_add_ps(acc[p][b], _mm512_mul_ps(wv, xv[b]));
+      for (int b = 0; b < B; ++b) acc[p][b] = _mm512_fmadd_ps(wv, xv[b], acc[p][b]);
     }
   }
 }
@@ -214,13 +215,14 @@ void direct_range(const WeightMatrix& w, const float* x, int64_t n_rows, float* 
 // once per call into xi ([chunk of up to 4 pairs][step][pair][16]: x_2q[8s, 8s+8) then
 // x_2q+1[8s, 8s+8)), and each weight step is widened once into both halves and used for
 // every pair of the chunk. A tile is 4 weight rows x 4 pairs (16 sums); per step that is 4
-// widenings and 4 plain loads for 16 mul + 16 add, where the weight-pair layout needs a
+// widenings and 4 plain loads for 16 multiply-adds, where the weight-pair layout needs a
 // broadcast per activation row, and the scratch path's store and reload of each widened
 // block cost more than the arithmetic at these row counts (perf: 29% of an 8-row step).
 // Measured one thread, hot (BM_QMatmul/1/2048/5632/R/1/0): 8 rows 52 -> 61-65 GFLOPS; 16,
 // 24, 32 rows 65-68 -> 70-71; at 40-56 rows the two paths are within noise, at 64 the
 // scratch path leads (77 vs 70). The widening is what is left: the 16 mul + 16 add of a
-// step take 16 cycles, its 4 widenings 6 more (microbenchmark, data in L1).
+// step took 16 cycles, its 4 widenings 6 more (microbenchmark, data in L1); with the fused
+// form the adds' pipes are free for the widenings (8 rows, 2 threads: 200 -> 240 GOPS).
 constexpr int kWideRows = 4;   // weight rows per wide tile
 constexpr int kWidePairs = 4;  // activation-row pairs per chunk
 
@@ -272,7 +274,7 @@ void wide_tile(const WeightMatrix& w, const TileRows& t, const uint8_t* const* n
     for (int q = 0; q < Q; ++q) xv[q] = _mm512_load_ps(xi + (s * Q + q) * 16);
     for (int p = 0; p < P; ++p) {
       const __m512 wv = widen_dup<kBf16>(t.row[p] + 16 * s);
-      for (int q = 0; q < Q; ++q) acc[p][q] = _mm512_add_ps(acc[p][q], _mm512_mul_ps(wv, xv[q]));
+      for (int q = 0; q < Q; ++q) acc[p][q] = _mm512_fmadd_ps(wv, xv[q], acc[p][q]);
     }
   }
   for (int p = 0; p < t.n_valid; ++p) {

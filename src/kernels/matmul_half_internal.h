@@ -13,7 +13,7 @@ struct WeightMatrix;
 
 namespace keel::kernels::half {
 
-// Adds the reduction tail k in [k0, n) to `sum` in ascending order, one mul then one add
+// Adds the reduction tail k in [k0, n) to `sum` in ascending order, one fused multiply-add
 // each (dot_f32's tail). `row` is the weight row in its stored f16/bf16 form.
 float add_tail(float sum, const uint8_t* row, bool bf16, const float* x, int64_t k0, int64_t n);
 

@@ -65,14 +65,12 @@ float dot_oracle(const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     for (int j = 0; j < 8; ++j) {
-      const float p = a[i + j] * b[i + j];
-      s[j] = s[j] + p;
+      s[j] = std::fma(a[i + j], b[i + j], s[j]);
     }
   }
   float sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
   for (; i < n; ++i) {
-    const float p = a[i] * b[i];
-    sum = sum + p;
+    sum = std::fma(a[i], b[i], sum);
   }
   return sum;
 }

@@ -1,5 +1,5 @@
 // F16 / BF16 weights (matmul_half.h): every SIMD path must give the defined arithmetic's
-// bits — dot_f32's 8 interleaved partial sums, mul then add, pairwise combine, ascending
+// bits — dot_f32's 8 interleaved partial sums, fused multiply-add, pairwise combine, ascending
 // tail — on odd sizes: n_in below 8 and with tails, odd n_out (partial tiles, ranges that
 // start and end mid-tile), batches 1..45 (decode, small-batch, wide and scratch paths), padded
 // row strides, 1/2/3 threads, NaN and Inf. Each ISA implementation is called directly
@@ -24,7 +24,7 @@
 #include "tensor/types.h"
 #include "kernels/same_bits.h"
 
-// The oracle multiplies then adds; a contracted fma would change its bits.
+// The oracle fuses only where it says so; a contracted sum would change its bits.
 #pragma GCC optimize("fp-contract=off")
 
 namespace keel::kernels {
@@ -43,14 +43,12 @@ float oracle_dot(const uint8_t* row, DType type, const float* x, int64_t n) {
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
     for (int j = 0; j < 8; ++j) {
-      const float prod = wk(k + j) * x[k + j];
-      s[j] += prod;
+      s[j] = std::fma(wk(k + j), x[k + j], s[j]);
     }
   }
   float sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
   for (; k < n; ++k) {
-    const float prod = wk(k) * x[k];
-    sum += prod;
+    sum = std::fma(wk(k), x[k], sum);
   }
   return sum;
 }
