@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -24,9 +25,9 @@ constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64;
 constexpr int32_t kPage = 32;
 
 // One layer's pages for n_pos positions, random rows stored in `type`. With layers > 1 the
-// pages sit in one pool as in the KV cache (kv/layer_groups.h): each page holds `layers`
-// layers' K and V, and the view is layer 0's, so a decode step's rows are spread as in a
-// model of that many layers and come from DRAM, not from a cache the benchmark warmed.
+// pages sit in one pool as in the KV cache (kv/layer_groups.h): each page has a slice per
+// layer, slice-major, and the view is layer 0's, so a decode step's rows lie as in a model
+// of that many layers and come from DRAM, not from a cache the benchmark warmed.
 struct Pages {
   std::unique_ptr<keel::kv::PagePool> pool;  // the KV cache's own allocator (huge-page advised)
   keel::kv::KvLayerView view;
@@ -43,24 +44,29 @@ struct Pages {
     view.k_token_stride = view.v_token_stride = view.k_head_bytes * kKvHeads;
     const size_t half = view.k_token_stride * kPage;  // one layer's K (or V) rows of a page
     const int64_t n_pages = (n_pos + kPage - 1) / kPage;
-    pool = std::make_unique<keel::kv::PagePool>(n_pages, static_cast<size_t>(layers) * 2 * half);
+    pool = std::make_unique<keel::kv::PagePool>(n_pages, 2 * half, static_cast<int32_t>(layers));
+    std::vector<keel::kv::PageId> ids;
     std::vector<float> row(kHeadDim);
     for (int64_t pg = 0; pg < n_pages; ++pg) {
-      uint8_t* k = pool->data(pool->allocate());
+      ids.push_back(pool->allocate());
+      uint8_t* k = pool->slice(ids.back(), 0);
       for (uint8_t* base : {k, k + half}) {
         for (int64_t t = 0; t < kPage * kKvHeads; ++t) {
           for (auto& x : row) x = nd(rng);
           keel::tensor::quantize_row(type, row.data(), base + t * view.k_head_bytes, kHeadDim);
         }
       }
-      view.k_pages.push_back(k);
-      view.v_pages.push_back(k + half);
     }
     for (int64_t l = 0; l < layers; ++l) {
       layer_views.push_back(view);
-      for (auto* pages : {&layer_views.back().k_pages, &layer_views.back().v_pages})
-        for (const uint8_t*& pg : *pages) pg += static_cast<size_t>(l) * 2 * half;
+      for (keel::kv::PageId id : ids) {
+        const uint8_t* k = pool->slice(id, static_cast<int32_t>(l));
+        if (l > 0) std::memcpy(pool->slice(id, static_cast<int32_t>(l)), pool->slice(id, 0), 2 * half);
+        layer_views.back().k_pages.push_back(k);
+        layer_views.back().v_pages.push_back(k + half);
+      }
     }
+    view = layer_views[0];
   }
 };
 

@@ -18,7 +18,9 @@ namespace {
 
 std::vector<PagePool> make_pools(const GroupLayout& g) {
   std::vector<PagePool> pools;
-  for (const GroupSpec& s : g.groups) pools.emplace_back(s.pages, s.page_bytes);
+  for (const GroupSpec& s : g.groups) {
+    pools.emplace_back(s.pages, s.layer_bytes, static_cast<int32_t>(s.layers.size()));
+  }
   return pools;
 }
 
@@ -109,11 +111,11 @@ void KvCache::Impl::release_all(Sequence& s) {
 
 uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos) {
   const GroupSpec& sp = spec(g);
-  return pools[g].data(page) + local * sp.layer_stride + (pos % page_tokens()) * sp.k_row_bytes;
+  return pools[g].slice(page, local) + (pos % page_tokens()) * sp.k_row_bytes;
 }
 uint8_t* KvCache::Impl::v_row(int32_t g, PageId page, int32_t local, int64_t pos) {
   const GroupSpec& sp = spec(g);
-  return pools[g].data(page) + local * sp.layer_stride + page_tokens() * sp.k_row_bytes +
+  return pools[g].slice(page, local) + page_tokens() * sp.k_row_bytes +
          (pos % page_tokens()) * sp.v_row_bytes;
 }
 const uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos) const {
@@ -191,7 +193,7 @@ void KvCache::reserve(SeqId seq, int64_t n_new) {
       PageId& shared = table[s.length / P];
       if (pool.refcount(shared) > 1) {
         const PageId copy = pool.allocate();
-        std::memcpy(pool.data(copy), pool.data(shared), pool.page_bytes());
+        pool.copy_page(copy, shared);
         pool.release(shared);
         shared = copy;
         ++m.copied_pages;

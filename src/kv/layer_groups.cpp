@@ -98,8 +98,8 @@ GroupLayout make_group_layout(const KvLayout& layout, const KvOptions& o) {
     }
     spec.k_row_bytes = k_row;
     spec.v_row_bytes = v_row;
-    spec.layer_stride = static_cast<size_t>(o.page_tokens) * (k_row + v_row);
-    spec.page_bytes = spec.layer_stride * spec.layers.size();
+    spec.layer_bytes = static_cast<size_t>(o.page_tokens) * (k_row + v_row);
+    spec.page_bytes = spec.layer_bytes * spec.layers.size();
     spec.pages = w == 0 ? full_pages : sliding_pages(o, w, full_pages);
     g.groups.push_back(std::move(spec));
   }

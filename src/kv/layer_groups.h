@@ -2,10 +2,11 @@
 // sliding window; window 0 = full attention, listed first) and the window arithmetic every
 // operation shares. Pure functions of the layout and options; thread-safe.
 //
-// Within a page of a group, layer l (its index inside the group) occupies
-//   [l * layer_stride, l * layer_stride + page_tokens * k_row_bytes)      K rows
-//   [... + page_tokens * k_row_bytes, (l + 1) * layer_stride)             V rows
-// with layer_stride = page_tokens * (k_row_bytes + v_row_bytes).
+// A page of a group has one slice per layer (PagePool: slice-major storage); the slice of
+// layer l (its index inside the group) holds
+//   [0, page_tokens * k_row_bytes)              K rows
+//   [page_tokens * k_row_bytes, layer_bytes)    V rows
+// with layer_bytes = page_tokens * (k_row_bytes + v_row_bytes).
 #pragma once
 
 #include <cstddef>
@@ -21,8 +22,8 @@ struct GroupSpec {
   std::vector<int32_t> layers;   // model layer ids
   size_t k_row_bytes = 0;        // one position, all kv heads
   size_t v_row_bytes = 0;
-  size_t layer_stride = 0;       // bytes of one layer inside a page
-  size_t page_bytes = 0;
+  size_t layer_bytes = 0;        // one layer's slice of a page
+  size_t page_bytes = 0;         // layer_bytes * layers
   int64_t pages = 0;             // pool capacity
 
   bool sliding() const { return window > 0; }

@@ -10,23 +10,27 @@
 
 namespace keel::kv {
 
-PagePool::PagePool(int64_t n_pages, size_t page_bytes) : page_bytes_(page_bytes) {
-  if (n_pages < 0 || page_bytes == 0) {
+PagePool::PagePool(int64_t n_pages, size_t slice_bytes, int32_t n_slices)
+    : slice_bytes_(slice_bytes), n_slices_(n_slices) {
+  if (n_pages < 0 || slice_bytes == 0 || n_slices <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "kv page pool: invalid size " +
                                                  std::to_string(n_pages) + " pages of " +
-                                                 std::to_string(page_bytes) + " bytes");
+                                                 std::to_string(n_slices) + " slices of " +
+                                                 std::to_string(slice_bytes) + " bytes");
   }
-  const size_t n = static_cast<size_t>(n_pages);
-  if (n != 0 && page_bytes > SIZE_MAX / n) {
+  const size_t n = static_cast<size_t>(n_pages) * static_cast<size_t>(n_slices);
+  if (static_cast<size_t>(n_pages) > SIZE_MAX / static_cast<size_t>(n_slices) ||
+      (n != 0 && slice_bytes > SIZE_MAX / n)) {
     throw Error(ErrorCode::kOutOfMemory, "kv page pool: " + std::to_string(n_pages) +
-                                             " pages of " + std::to_string(page_bytes) +
+                                             " pages of " + std::to_string(n_slices) + " x " +
+                                             std::to_string(slice_bytes) +
                                              " bytes overflow the address space");
   }
   // Untouched pages cost no resident memory; allocate() zeroes. Huge pages matter here: a
   // decode step at depth reads every layer's K/V pages (core/large_buffer.h).
-  storage_ = LargeBuffer(n * page_bytes, "kv page pool", LargeBuffer::Commit::kOnFirstWrite);
-  refs_.assign(n, 0);
-  free_.reserve(n);
+  storage_ = LargeBuffer(n * slice_bytes, "kv page pool", LargeBuffer::Commit::kOnFirstWrite);
+  refs_.assign(static_cast<size_t>(n_pages), 0);
+  free_.reserve(static_cast<size_t>(n_pages));
   for (int64_t i = n_pages - 1; i >= 0; --i) free_.push_back(static_cast<PageId>(i));
 }
 
@@ -45,7 +49,7 @@ PageId PagePool::allocate() {
   const PageId page = free_.back();
   free_.pop_back();
   refs_[page] = 1;
-  std::memset(data(page), 0, page_bytes_);
+  for (int32_t s = 0; s < n_slices_; ++s) std::memset(slice(page, s), 0, slice_bytes_);
   return page;
 }
 
@@ -72,12 +76,19 @@ int32_t PagePool::refcount(PageId page) const {
   return refs_[page];
 }
 
-uint8_t* PagePool::data(PageId page) {
-  return storage_.data() + static_cast<size_t>(page) * page_bytes_;
+uint8_t* PagePool::slice(PageId page, int32_t s) {
+  const size_t index = static_cast<size_t>(s) * refs_.size() + static_cast<size_t>(page);
+  return storage_.data() + index * slice_bytes_;
 }
 
-const uint8_t* PagePool::data(PageId page) const {
-  return storage_.data() + static_cast<size_t>(page) * page_bytes_;
+const uint8_t* PagePool::slice(PageId page, int32_t s) const {
+  return const_cast<PagePool*>(this)->slice(page, s);
+}
+
+void PagePool::copy_page(PageId to, PageId from) {
+  check_id(to, "copy to");
+  check_id(from, "copy from");
+  for (int32_t s = 0; s < n_slices_; ++s) std::memcpy(slice(to, s), slice(from, s), slice_bytes_);
 }
 
 }  // namespace keel::kv
