@@ -1,6 +1,8 @@
 #include "kv/page_pool.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <cstring>
 #include <new>
 #include <string>
@@ -31,7 +33,8 @@ PagePool::PagePool(int64_t n_pages, size_t slice_bytes, int32_t n_slices)
   storage_ = LargeBuffer(n * slice_bytes, "kv page pool", LargeBuffer::Commit::kOnFirstWrite);
   refs_.assign(static_cast<size_t>(n_pages), 0);
   free_.reserve(static_cast<size_t>(n_pages));
-  for (int64_t i = n_pages - 1; i >= 0; --i) free_.push_back(static_cast<PageId>(i));
+  // Ascending ids are already a min-heap (each parent no greater than its children).
+  for (int64_t i = 0; i < n_pages; ++i) free_.push_back(static_cast<PageId>(i));
 }
 
 void PagePool::check_id(PageId page, const char* what) const {
@@ -46,6 +49,7 @@ PageId PagePool::allocate() {
     throw Error(ErrorCode::kOutOfMemory, "kv page pool: all " + std::to_string(capacity()) +
                                              " pages in use");
   }
+  std::pop_heap(free_.begin(), free_.end(), std::greater<PageId>());
   const PageId page = free_.back();
   free_.pop_back();
   refs_[page] = 1;
@@ -68,7 +72,10 @@ void PagePool::release(PageId page) {
     throw Error(ErrorCode::kInternal, "kv page pool: release of free page " +
                                           std::to_string(page));
   }
-  if (--refs_[page] == 0) free_.push_back(page);
+  if (--refs_[page] == 0) {
+    free_.push_back(page);
+    std::push_heap(free_.begin(), free_.end(), std::greater<PageId>());
+  }
 }
 
 int32_t PagePool::refcount(PageId page) const {

@@ -61,7 +61,9 @@ class PagePool {
   int32_t n_slices_;
   LargeBuffer storage_;                 // [n_slices][capacity][slice_bytes], huge-page backed
   std::vector<int32_t> refs_;           // [capacity] reference counts, 0 = free
-  std::vector<PageId> free_;            // stack; lowest ids handed out first
+  // Min-heap of free ids: the lowest is always handed out first, also after releases (a
+  // stack gave a released run back in reverse order), so a new sequence's pages ascend.
+  std::vector<PageId> free_;
 };
 
 }  // namespace keel::kv

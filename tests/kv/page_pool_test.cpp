@@ -44,6 +44,18 @@ TEST(PagePool, AllocateZeroesEverySliceAndLowestIdsComeFirst) {
   EXPECT_EQ(pool.allocate(), 1);
 }
 
+TEST(PagePool, ReleasedPagesComeBackLowestFirst) {
+  PagePool pool(8, 16, 2);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(pool.allocate(), i);
+  for (PageId p : {1, 2, 3, 4}) pool.release(p);  // a sequence's run, released in order
+  for (PageId want : {1, 2, 3, 4, 6, 7}) EXPECT_EQ(pool.allocate(), want);
+  EXPECT_EQ(pool.free_count(), 0);
+  pool.release(5);
+  pool.release(0);
+  EXPECT_EQ(pool.allocate(), 0);
+  EXPECT_EQ(pool.allocate(), 5);
+}
+
 TEST(PagePool, CopyPageCopiesEverySliceAndNothingElse) {
   PagePool pool(3, 32, 2);
   const PageId a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
