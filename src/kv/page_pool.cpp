@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 

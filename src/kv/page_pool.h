@@ -9,6 +9,9 @@
 // not 8.5 KiB pieces 22 layers apart. Decode attention at depth 4096 (TinyLlama shapes, q8_0
 // K/V, caches evicted, BM_FlashAttention/8/1/4096/2/3/22/1, alternated 3x): 554 / 710 / 610
 // -> 455 / 571 / 467 us per layer; a bare read of the layer's K/V lines, 143 -> 81 us.
+// The price: a page's first use touches n_slices regions, so with huge pages the resident
+// size grows by up to n_slices x 2 MiB at the first page instead of 2 MiB; the pool's
+// planned size (capacity x page_bytes) is unchanged.
 //
 // Contract: page ids are dense [0, capacity). allocate() hands out a zero-filled page with
 // one reference; callers check free_count() first (allocate on an empty pool throws
