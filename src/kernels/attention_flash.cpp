@@ -1,5 +1,5 @@
-// Flash attention driver: walks a row's visible keys page by page (tiles aligned to
-// absolute positions) and hands each tile to the tile kernel of the chosen ISA; the
+// Flash attention driver: walks a row's visible keys segment by segment (tiles of 8 pages
+// aligned to absolute positions) and hands each tile to the tile kernel of the chosen ISA; the
 // arithmetic is defined in attention_flash.h. K/V types the SIMD kernels do not read
 // directly are widened to f32 rows first (tensor::dequantize_row's values).
 #include <immintrin.h>
@@ -154,11 +154,13 @@ bool page_held(const kv::KvLayerView& v, size_t page) {
   return page < v.k_pages.size() && page < v.v_pages.size() && v.k_pages[page] && v.v_pages[page];
 }
 
-// Runs the tiles of keys [lo, hi] of tasks[0, n) (one query row, the same view) over their
-// states `st` (already reset); false if no page was held. Pages are the outer loop, so the
-// kv heads of one page run back to back and each page comes from memory once. A single task
-// prefetches its head's slice of the next page; several tasks (a decode unit: all kv heads)
-// rely on the caller's flash_prefetch of the whole range, issued a unit ahead.
+// Runs the tile of keys [lo, hi] (inside one segment) of tasks[0, n) (one query row, the
+// same view) over their states `st` (already reset); false if no page was held. The tasks
+// run one after another over the segment's pages, which stay in L2 between them (a segment
+// of TinyLlama's 4 kv heads at q8_0 is 139 KiB), so each page comes from memory once. A
+// single task prefetches its head's slice of each next page; several tasks (a decode unit:
+// all kv heads) rely on the caller's flash_prefetch of the whole range, issued a unit ahead
+// in installments, one per task.
 bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t lo,
                int64_t hi, const StateView* st, KvPrefetch* next) {
   const kv::KvLayerView& v = *tasks[0].view;
@@ -168,54 +170,63 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
   const bool twin = fn == flash_tile_twin;  // the twin reads every type itself
 
   const int64_t dk = v.head_dim_k, dv = v.head_dim_v, pt = v.page_tokens;
+  const int64_t span = flash_segment_span(v), tile_lo = lo / span * span;
+  if (hi >= tile_lo + span) {
+    throw Error(ErrorCode::kInternal, "flash attention: a tile's keys cross a segment boundary");
+  }
   thread_local FlashScratch s;
   if (s.tasks.size() < static_cast<size_t>(n)) s.tasks.resize(static_cast<size_t>(n));
   thread_local std::vector<FlashHeads> heads;
+  thread_local std::vector<FlashPage> pages;
   heads.resize(static_cast<size_t>(n));
   int64_t max_group = 0;
   for (int64_t i = 0; i < n; ++i) {
     heads[i] = prepare_heads(tasks[i], st[i], s.tasks[i]);
     max_group = std::max(max_group, tasks[i].group);
   }
-  s.scores.resize(static_cast<size_t>(max_group * pad16(pt)));  // [group][pad16(pt)]
+  s.scores.resize(static_cast<size_t>(max_group * pad16(span)));  // [group][pad16(span)]
   const FlashShape shape{dk, dv, p.scale, p.softcap};
   const bool widen_k = !twin && !reads_directly(v.k_type, dk);
   const bool widen_v = !twin && !reads_directly(v.v_type, dv);
-  if (widen_k) s.wk.resize(static_cast<size_t>(pt * dk));  // [pt][dk]
-  if (widen_v) s.wv.resize(static_cast<size_t>(pt * dv));  // [pt][dv]
+  const int64_t max_pages = span / pt;
+  if (widen_k) s.wk.resize(static_cast<size_t>(span * dk));  // [page][pt][dk]
+  if (widen_v) s.wv.resize(static_cast<size_t>(span * dv));  // [page][pt][dv]
+  pages.resize(static_cast<size_t>(max_pages));
 
   bool any = false;
-  const int64_t n_pages = hi / pt - lo / pt + 1;
-  for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
-    const size_t page = static_cast<size_t>(page_lo / pt);
-    if (next) next->issue_until(page_lo / pt - lo / pt + 1, n_pages);
-    if (!page_held(v, page)) continue;  // a broken view; its keys are simply absent
-    const int64_t next = page_lo + pt;
-    const size_t next_page = page + 1;
-    const bool next_held = next <= hi && page_held(v, next_page);
-    for (int64_t i = 0; i < n; ++i) {
-      const HeadGroupTask& t = tasks[i];
-      FlashTile tile;
-      if (next_held && n == 1) {  // this head's slice of the next page's rows
-        tile.next_k = v.k_pages[next_page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
-        tile.next_v = v.v_pages[next_page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
-        tile.next_k_bytes = v.k_head_bytes;
-        tile.next_v_bytes = v.v_head_bytes;
-        tile.n_next = std::min(pt - 1, hi - next) + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (next) next->issue_until(i + 1, n);
+    const HeadGroupTask& t = tasks[i];
+    int64_t n_pages = 0;
+    for (int64_t page_lo = (lo / pt) * pt; page_lo <= hi; page_lo += pt) {
+      const size_t page = static_cast<size_t>(page_lo / pt);
+      if (!page_held(v, page)) continue;  // a broken view; its keys are simply absent
+      FlashPage& fp = pages[static_cast<size_t>(n_pages)];
+      fp = FlashPage{};
+      const int64_t next_lo = page_lo + pt;
+      const size_t next_page = page + 1;
+      if (n == 1 && next_lo <= hi && page_held(v, next_page)) {  // this head's slice of the next page
+        fp.next_k = v.k_pages[next_page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
+        fp.next_v = v.v_pages[next_page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
+        fp.next_k_bytes = v.k_head_bytes;
+        fp.next_v_bytes = v.v_head_bytes;
+        fp.n_next = std::min(pt - 1, hi - next_lo) + 1;
       }
-      tile.k_type = v.k_type;
-      tile.v_type = v.v_type;
-      tile.k = v.k_pages[page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
-      tile.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
-      tile.k_stride = v.k_token_stride;
-      tile.v_stride = v.v_token_stride;
-      tile.n_rows = pt;
-      tile.j0 = std::max(page_lo, lo) - page_lo;
-      tile.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
-      if (widen_k) widen_rows(tile.k_type, tile.k, tile.k_stride, tile.j0, tile.j1, dk, s.wk.data());
-      if (widen_v) widen_rows(tile.v_type, tile.v, tile.v_stride, tile.j0, tile.j1, dv, s.wv.data());
-      fn(shape, tile, heads[i], s.scores.data());
+      fp.k_type = v.k_type;
+      fp.v_type = v.v_type;
+      fp.k = v.k_pages[page] + static_cast<size_t>(t.kvh) * v.k_head_bytes;
+      fp.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
+      fp.k_stride = v.k_token_stride;
+      fp.v_stride = v.v_token_stride;
+      fp.offset = page_lo - tile_lo;
+      fp.j0 = std::max(page_lo, lo) - page_lo;
+      fp.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
+      if (widen_k) widen_rows(fp.k_type, fp.k, fp.k_stride, fp.j0, fp.j1, dk, s.wk.data() + n_pages * pt * dk);
+      if (widen_v) widen_rows(fp.v_type, fp.v, fp.v_stride, fp.j0, fp.j1, dv, s.wv.data() + n_pages * pt * dv);
+      ++n_pages;
     }
+    if (n_pages == 0) return false;
+    fn(shape, FlashTile{pages.data(), n_pages, span}, heads[i], s.scores.data());
     any = true;
   }
   return any;

@@ -3,9 +3,10 @@
 // and AVX-512. attention_flash.cpp drives them over the pages of a row's key range.
 //
 // Definition, for each query head (its own online-softmax state m, L[16], acc[dv]; start
-// m = −inf, L = 0, acc = 0) and each page tile in ascending position order (a tile covers
-// the page's positions [page_lo, page_lo + page_tokens) clipped to the row's visible keys;
-// j = position − page_lo, lane(j) = j mod 16, so lanes follow ABSOLUTE positions):
+// m = −inf, L = 0, acc = 0) and each tile in ascending position order. A tile is a segment:
+// the positions [tile_lo, tile_lo + 8 · page_tokens), tile_lo an absolute multiple of
+// 8 · page_tokens, clipped to the row's visible keys and to the pages the view holds;
+// j = position − tile_lo, lane(j) = j mod 16, so lanes follow ABSOLUTE positions:
 //   1. dot(q, k): 16 partial sums, element i accumulated into sum i mod 16 by fma in
 //      ascending i (k is the exact f32 value of the stored element, as
 //      tensor::dequantize_row gives it), then combined by tree16_sum:
@@ -17,7 +18,8 @@
 //      dot = +0 (kd_b the block's f16 scale as f32). As in llama.cpp, where q is converted
 //      to K's dot type.
 //   2. s_j = dot · scale; if softcap > 0: s_j = softcap · tanh(s_j / softcap) (std::tanh).
-//      Invisible j of the tile (and padding up to a multiple of 16) get s_j = −inf.
+//      Invisible j of the tile (positions not visible or not held, and padding up to a
+//      multiple of 16) get s_j = −inf.
 //   3. tile max: mx[lane(j)] = max_def(mx[lane(j)], s_j) over j ascending (mx = −inf),
 //      then tree16_max (the tree of 1. with max_def(a, b) = a > b ? a : b, which is what
 //      vmaxps computes); m' = max_def(m, tile max); c = exp_defined(m − m').
@@ -25,13 +27,13 @@
 //      L[lane(j)] = L[lane(j)] + p_j, 16 j at a time, ascending.
 //   5. acc[d] = acc[d] · c (skipped when c == 1, which changes no bit), then for visible j
 //      ascending: acc[d] = fma(p_j, v_j[d], acc[d]).
-// Segments: the tiles of each span of 8 pages (aligned to absolute multiples of
-// 8 · page_tokens) run from a fresh state; the segments' states are then folded in
-// ascending order (flash_combine): m = max_def(m_a, m_b), ca = exp_defined(m_a − m),
-// cb = exp_defined(m_b − m), L = L_a · ca + L_b · cb, acc = acc_a · ca + acc_b · cb. So a
-// long key range can be split across threads (decode at depth) with the same bits as one
-// thread walking it. Segments without a held page are skipped.
-// After the last segment (flash_finish): l = tree16_sum(L); with a sink logit s:
+// Each tile runs from a fresh state; the tiles' states are then folded in ascending order
+// (flash_combine): m = max_def(m_a, m_b), ca = exp_defined(m_a − m), cb = exp_defined(m_b − m),
+// L = L_a · ca + L_b · cb, acc = acc_a · ca + acc_b · cb. So a long key range can be split
+// across threads (decode at depth) with the same bits as one thread walking it. Tiles
+// without a held page are skipped. (Tiles were single pages until 2026-12-07; each one cost
+// a max, a rescale and an accumulator reload per 32 keys. See docs/PERFORMANCE.md.)
+// After the last tile (flash_finish): l = tree16_sum(L); with a sink logit s:
 // m_f = max_def(m, s), c = exp_defined(m − m_f), l = l · c + exp_defined(s − m_f),
 // acc = acc · c; then out[d] = acc[d] · (1 / l).
 //
@@ -53,24 +55,33 @@ inline int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
 
 inline float max_def(float a, float b) { return a > b ? a : b; }
 
-// One page tile of one kv head. Row j (0 <= j < n_rows) of K starts at k + j * k_stride
-// and holds head_dim_k elements of k_type; rows [j0, j1) are visible. The kernels read
-// kF32, kF16, kBF16 and kQ8_0 (q8_0 only when the head dimension is a multiple of 32);
-// the driver widens other types to f32 first. Not owned.
-struct FlashTile {
+// One page's part of a tile, for one kv head. Row j (0 <= j < page_tokens) of K starts at
+// k + j * k_stride and holds head_dim_k elements of k_type; rows [j0, j1) are visible, and
+// row j is the tile's index offset + j. The kernels read kF32, kF16, kBF16 and kQ8_0 (q8_0
+// only when the head dimension is a multiple of 32); the driver widens other types to f32
+// first. Not owned.
+struct FlashPage {
   tensor::DType k_type = tensor::DType::kF32, v_type = tensor::DType::kF32;
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   size_t k_stride = 0, v_stride = 0;
-  int64_t n_rows = 0;  // page_tokens
+  int64_t offset = 0;  // page_lo − tile_lo
   int64_t j0 = 0, j1 = 0;
-  // The next tile's first n_next K/V rows (same strides), for the kernels to prefetch into
-  // L2 while they work: in decode each tile comes from memory once, and prefetches spread
-  // over the work beat one burst per tile. A hint: nullptr when there is none; never read.
+  // The next page's first n_next K/V rows (same strides), for the kernels to prefetch into
+  // L2 while they work: in decode each page comes from memory once, and prefetches spread
+  // over the work beat one burst per page. A hint: nullptr when there is none; never read.
   const uint8_t* next_k = nullptr;
   const uint8_t* next_v = nullptr;
   size_t next_k_bytes = 0, next_v_bytes = 0;
   int64_t n_next = 0;
+};
+
+// A tile: its held pages in ascending order, and its length (8 · page_tokens; the score
+// rows are pad16(span) long).
+struct FlashTile {
+  const FlashPage* pages = nullptr;
+  int64_t n_pages = 0;
+  int64_t span = 0;
 };
 
 // The query heads a tile updates (any number; each head's arithmetic is independent).
@@ -103,7 +114,7 @@ inline float flash_score(float dot, const FlashShape& s) {
 }
 
 // Applies steps 1–5 of one tile to every head. `scores` is scratch of
-// heads.n * pad16(tile.n_rows) floats (p_j on return).
+// heads.n * pad16(tile.span) floats (p_j on return).
 using FlashTileFn = void (*)(const FlashShape& shape, const FlashTile& tile,
                              const FlashHeads& heads, float* scores);
 

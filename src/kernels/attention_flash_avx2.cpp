@@ -75,7 +75,7 @@ inline float reduce_max(V16 a) {  // tree16_max
 
 // Steps 1–2 for NB (<= 4) heads; q rows are zero-padded to pad16(dk).
 template <DType KT, int NB>
-void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* q, float* s,
+void scores_block(const FlashShape& sh, const FlashPage& t, const float* const* q, float* s,
                   int64_t sp) {
   const int64_t dk = sh.dk, full = dk / 16 * 16;
   for (int64_t j = t.j0; j < t.j1; ++j) {
@@ -99,7 +99,7 @@ void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* 
 
 // Step 5's fma part for NB (<= 4) heads, 16 columns at a time (accumulators padded to 16).
 template <DType VT, int NB>
-void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int64_t sp,
+void values_block(const FlashShape& sh, const FlashPage& t, const float* p, int64_t sp,
                   float* const* acc) {
   const int64_t dv = sh.dv;
   for (int64_t c = 0; c < dv; c += 16) {
@@ -131,7 +131,7 @@ void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int6
 
 // Steps 1–2 for q8_0 K (the integer dot): each block's 32 quants and the query's codes
 // widened to int16, multiplied and summed in pairs by vpmaddwd (exact), then summed.
-void scores_q8(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s, int64_t sp) {
+void scores_q8(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s, int64_t sp) {
   const int64_t nb = sh.dk / 32;
   for (int64_t j = t.j0; j < t.j1; ++j) {
     const uint8_t* row = t.k + j * t.k_stride;
@@ -161,7 +161,7 @@ void scores_q8(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, f
 }
 
 template <DType KT>
-void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s, int64_t sp) {
+void scores_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s, int64_t sp) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 4) {
     switch (std::min<int64_t>(4, hd.n - h0)) {
       case 1: scores_block<KT, 1>(sh, t, hd.q + h0, s + h0 * sp, sp); break;
@@ -173,7 +173,7 @@ void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, 
 }
 
 template <DType VT>
-void values_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, const float* p,
+void values_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, const float* p,
                 int64_t sp) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 4) {
     switch (std::min<int64_t>(4, hd.n - h0)) {
@@ -220,22 +220,30 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
 
 }  // namespace
 
-void flash_tile_avx2(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
+void flash_tile_avx2(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd,
                      float* scores) {
-  const int64_t sp = pad16(t.n_rows);
+  const int64_t sp = pad16(tile.span);
   std::fill(scores, scores + hd.n * sp, -std::numeric_limits<float>::infinity());
-  switch (t.k_type) {
-    case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp); break;
-    case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp); break;
-    case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp); break;
-    default: scores_q8(sh, t, hd, scores, sp); break;
+  for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+    const FlashPage& t = tile.pages[pg];
+    float* s = scores + t.offset;
+    switch (t.k_type) {
+      case DType::kF32: scores_all<DType::kF32>(sh, t, hd, s, sp); break;
+      case DType::kF16: scores_all<DType::kF16>(sh, t, hd, s, sp); break;
+      case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, s, sp); break;
+      default: scores_q8(sh, t, hd, s, sp); break;
+    }
   }
   softmax_update(sh, hd, scores, sp);
-  switch (t.v_type) {
-    case DType::kF32: values_all<DType::kF32>(sh, t, hd, scores, sp); break;
-    case DType::kF16: values_all<DType::kF16>(sh, t, hd, scores, sp); break;
-    case DType::kBF16: values_all<DType::kBF16>(sh, t, hd, scores, sp); break;
-    default: values_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+  for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+    const FlashPage& t = tile.pages[pg];
+    const float* p = scores + t.offset;
+    switch (t.v_type) {
+      case DType::kF32: values_all<DType::kF32>(sh, t, hd, p, sp); break;
+      case DType::kF16: values_all<DType::kF16>(sh, t, hd, p, sp); break;
+      case DType::kBF16: values_all<DType::kBF16>(sh, t, hd, p, sp); break;
+      default: values_all<DType::kQ8_0>(sh, t, hd, p, sp); break;
+    }
   }
 }
 

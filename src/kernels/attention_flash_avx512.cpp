@@ -119,7 +119,7 @@ inline __mmask16 lanes_below(int64_t n) { return static_cast<__mmask16>((1u << n
 // Step 1–2 for NB heads, float K (f32 / f16 / bf16): scores s[h * sp + j] for the visible j
 // of the tile (the caller pre-filled −inf). `zero_row` stands in for the invisible partner of a key pair.
 template <DType KT, int NB>
-void scores_block(const FlashShape& sh, const FlashTile& t, const float* const* q, float* s,
+void scores_block(const FlashShape& sh, const FlashPage& t, const float* const* q, float* s,
                   int64_t sp, const uint8_t* zero_row) {
   __m512 tb[NB][8];  // level-1 sums of key pairs; pairs left out end as −inf lanes
   for (int h = 0; h < NB; ++h)
@@ -266,7 +266,7 @@ __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const
 // wholly inside [j0, j1) address their rows from the tile (the common case); the groups at
 // the edges stand zero_row in for the keys outside.
 template <int NB>
-void scores_q8_block(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, int64_t h0,
+void scores_q8_block(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, int64_t h0,
                      float* s, int64_t sp, const uint8_t* zero_row) {
   const int64_t nb = sh.dk / 32;
   const int64_t base = t.j0 / 16 * 16;
@@ -300,29 +300,34 @@ void scores_q8_block(const FlashShape& sh, const FlashTile& t, const FlashHeads&
   }
 }
 
-// Step 5's fma part for NB heads: acc[h][c..] += p_j · v_j over visible j, W·16 columns
-// per pass (accumulators are padded to 16, so a tail needs a masked V load only).
+// Step 5's fma part for NB heads: acc[h][c..] += p_j · v_j over the tile's visible j (every
+// page, ascending), W·16 columns per pass (accumulators are padded to 16, so a tail needs a
+// masked V load only). The accumulators stay in registers across the pages.
 template <DType VT, int NB, int W>
-void values_pass(const FlashTile& t, const float* p, int64_t sp, float* const* acc, int64_t c,
+void values_pass(const FlashTile& tile, const float* p, int64_t sp, float* const* acc, int64_t c,
                  __mmask16 last) {
   __m512 a[NB][W];
   for (int h = 0; h < NB; ++h)
     for (int w = 0; w < W; ++w) a[h][w] = _mm512_loadu_ps(acc[h] + c + 16 * w);
-  for (int64_t j = t.j0; j < t.j1; ++j) {
-    if (c == 0) prefetch_row(t.next_v, t.v_stride, t.next_v_bytes, j - t.j0, t.n_next);
-    const uint8_t* row = t.v + j * t.v_stride;
-    __m512 vv[W];
-    if constexpr (VT == DType::kQ8_0 && W == 2) {
-      load_q8_block(row, c, vv[0], vv[1]);
-    } else if constexpr (VT == DType::kQ8_0) {
-      vv[0] = load16<VT>(row, c);
-    } else {
-      for (int w = 0; w < W; ++w)
-        vv[w] = w + 1 < W || last == 0xFFFF ? load16<VT>(row, c + 16 * w) : load16_tail<VT>(row, c + 16 * w, last);
-    }
-    for (int h = 0; h < NB; ++h) {
-      const float* pj = p + h * sp + j;
-      for (int w = 0; w < W; ++w) a[h][w] = fmadd_bcast(a[h][w], vv[w], pj);
+  for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+    const FlashPage& t = tile.pages[pg];
+    const float* pt = p + t.offset;
+    for (int64_t j = t.j0; j < t.j1; ++j) {
+      if (c == 0) prefetch_row(t.next_v, t.v_stride, t.next_v_bytes, j - t.j0, t.n_next);
+      const uint8_t* row = t.v + j * t.v_stride;
+      __m512 vv[W];
+      if constexpr (VT == DType::kQ8_0 && W == 2) {
+        load_q8_block(row, c, vv[0], vv[1]);
+      } else if constexpr (VT == DType::kQ8_0) {
+        vv[0] = load16<VT>(row, c);
+      } else {
+        for (int w = 0; w < W; ++w)
+          vv[w] = w + 1 < W || last == 0xFFFF ? load16<VT>(row, c + 16 * w) : load16_tail<VT>(row, c + 16 * w, last);
+      }
+      for (int h = 0; h < NB; ++h) {
+        const float* pj = pt + h * sp + j;
+        for (int w = 0; w < W; ++w) a[h][w] = fmadd_bcast(a[h][w], vv[w], pj);
+      }
     }
   }
   for (int h = 0; h < NB; ++h)
@@ -338,7 +343,7 @@ void values_block(const FlashShape& sh, const FlashTile& t, const float* p, int6
   for (; c < dv; c += 16) values_pass<VT, NB, 1>(t, p, sp, acc, c, lanes_below(std::min<int64_t>(16, dv - c)));
 }
 
-void scores_q8_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s,
+void scores_q8_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s,
                    int64_t sp, const uint8_t* zero_row) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
     float* sb = s + h0 * sp;
@@ -356,7 +361,7 @@ void scores_q8_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& h
 }
 
 template <DType KT>
-void scores_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, float* s,
+void scores_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s,
                 int64_t sp, const uint8_t* zero_row) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
     const float* const* q = hd.q + h0;
@@ -457,24 +462,29 @@ void flash_combine_heads_avx512(float* m_a, float* l_a, float* acc_a, const floa
   }
 }
 
-void flash_tile_avx512(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
+void flash_tile_avx512(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd,
                        float* scores) {
-  const int64_t sp = pad16(t.n_rows);
+  const int64_t sp = pad16(tile.span);
   std::fill(scores, scores + hd.n * sp, -std::numeric_limits<float>::infinity());
   thread_local std::vector<uint8_t> zero_row;
   if (zero_row.size() < static_cast<size_t>(4 * sh.dk)) zero_row.assign(static_cast<size_t>(4 * sh.dk), 0);
-  switch (t.k_type) {
-    case DType::kF32: scores_all<DType::kF32>(sh, t, hd, scores, sp, zero_row.data()); break;
-    case DType::kF16: scores_all<DType::kF16>(sh, t, hd, scores, sp, zero_row.data()); break;
-    case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, scores, sp, zero_row.data()); break;
-    default: scores_q8_all(sh, t, hd, scores, sp, zero_row.data()); break;
+  for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+    const FlashPage& t = tile.pages[pg];
+    float* s = scores + t.offset;
+    switch (t.k_type) {
+      case DType::kF32: scores_all<DType::kF32>(sh, t, hd, s, sp, zero_row.data()); break;
+      case DType::kF16: scores_all<DType::kF16>(sh, t, hd, s, sp, zero_row.data()); break;
+      case DType::kBF16: scores_all<DType::kBF16>(sh, t, hd, s, sp, zero_row.data()); break;
+      default: scores_q8_all(sh, t, hd, s, sp, zero_row.data()); break;
+    }
   }
   softmax_update(sh, hd, scores, sp);
-  switch (t.v_type) {
-    case DType::kF32: values_all<DType::kF32>(sh, t, hd, scores, sp); break;
-    case DType::kF16: values_all<DType::kF16>(sh, t, hd, scores, sp); break;
-    case DType::kBF16: values_all<DType::kBF16>(sh, t, hd, scores, sp); break;
-    default: values_all<DType::kQ8_0>(sh, t, hd, scores, sp); break;
+  if (tile.n_pages == 0) return;
+  switch (tile.pages[0].v_type) {  // one type for every page (the driver widens all or none)
+    case DType::kF32: values_all<DType::kF32>(sh, tile, hd, scores, sp); break;
+    case DType::kF16: values_all<DType::kF16>(sh, tile, hd, scores, sp); break;
+    case DType::kBF16: values_all<DType::kBF16>(sh, tile, hd, scores, sp); break;
+    default: values_all<DType::kQ8_0>(sh, tile, hd, scores, sp); break;
   }
 }
 

@@ -78,22 +78,25 @@ float dot_q8(const FlashHeads& hd, int64_t h, const uint8_t* k, int64_t n) {
 
 void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
                      float* scores) {
-  const int64_t sp = pad16(t.n_rows);
+  const int64_t sp = pad16(t.span);
   const float ninf = -std::numeric_limits<float>::infinity();
   thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(std::max(sh.dk, sh.dv)));
 
-  // scores: [hd.n][sp]
+  // scores: [hd.n][sp], index j = position − tile_lo
   for (int64_t i = 0; i < hd.n * sp; ++i) scores[i] = ninf;
-  for (int64_t j = t.j0; j < t.j1; ++j) {
-    const uint8_t* k = t.k + j * t.k_stride;
-    if (t.k_type == tensor::DType::kQ8_0) {
-      for (int64_t h = 0; h < hd.n; ++h) scores[h * sp + j] = flash_score(dot_q8(hd, h, k, sh.dk), sh);
-      continue;
+  for (int64_t pg = 0; pg < t.n_pages; ++pg) {
+    const FlashPage& page = t.pages[pg];
+    float* s = scores + page.offset;
+    for (int64_t j = page.j0; j < page.j1; ++j) {
+      const uint8_t* k = page.k + j * page.k_stride;
+      if (page.k_type == tensor::DType::kQ8_0) {
+        for (int64_t h = 0; h < hd.n; ++h) s[h * sp + j] = flash_score(dot_q8(hd, h, k, sh.dk), sh);
+        continue;
+      }
+      tensor::dequantize_row(page.k_type, k, row.data(), sh.dk);
+      for (int64_t h = 0; h < hd.n; ++h) s[h * sp + j] = flash_score(dot16(hd.q[h], row.data(), sh.dk), sh);
     }
-    tensor::dequantize_row(t.k_type, k, row.data(), sh.dk);
-    for (int64_t h = 0; h < hd.n; ++h)
-      scores[h * sp + j] = flash_score(dot16(hd.q[h], row.data(), sh.dk), sh);
   }
 
   for (int64_t h = 0; h < hd.n; ++h) {
@@ -113,12 +116,16 @@ void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads&
     }
   }
 
-  for (int64_t j = t.j0; j < t.j1; ++j) {
-    tensor::dequantize_row(t.v_type, t.v + j * t.v_stride, row.data(), sh.dv);
-    for (int64_t h = 0; h < hd.n; ++h) {
-      const float p = scores[h * sp + j];
-      float* acc = hd.acc[h];
-      for (int64_t d = 0; d < sh.dv; ++d) acc[d] = std::fma(p, row[d], acc[d]);
+  for (int64_t pg = 0; pg < t.n_pages; ++pg) {
+    const FlashPage& page = t.pages[pg];
+    const float* p = scores + page.offset;
+    for (int64_t j = page.j0; j < page.j1; ++j) {
+      tensor::dequantize_row(page.v_type, page.v + j * page.v_stride, row.data(), sh.dv);
+      for (int64_t h = 0; h < hd.n; ++h) {
+        const float pj = p[h * sp + j];
+        float* acc = hd.acc[h];
+        for (int64_t d = 0; d < sh.dv; ++d) acc[d] = std::fma(pj, row[d], acc[d]);
+      }
     }
   }
 }
