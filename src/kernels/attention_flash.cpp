@@ -225,7 +225,7 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
       if (widen_v) widen_rows(fp.v_type, fp.v, fp.v_stride, fp.j0, fp.j1, dv, s.wv.data() + n_pages * pt * dv);
       ++n_pages;
     }
-    if (n_pages == 0) return false;
+    if (n_pages == 0) continue;  // every task sees the same pages: then none has any
     fn(shape, FlashTile{pages.data(), n_pages, span}, heads[i], s.scores.data());
     any = true;
   }
