@@ -1,6 +1,6 @@
 // Flash attention tile kernels (internal to src/kernels). The arithmetic is defined once,
 // here, and implemented three times with the same bits: a scalar twin (the oracle), AVX2
-// and AVX-512. attention_flash.cpp drives them over the pages of a row's key range.
+// and AVX-512. attention_flash.cpp drives them over the segments of a row's key range.
 //
 // Definition, for each query head (its own online-softmax state m, L[16], acc[dv]; start
 // m = −inf, L = 0, acc = 0) and each tile in ascending position order. A tile is a segment:
