@@ -76,8 +76,8 @@ struct FlashPage {
   int64_t n_next = 0;
 };
 
-// A tile: its held pages in ascending order, and its length (8 · page_tokens; the score
-// rows are pad16(span) long).
+// A tile: its held pages in ascending order (their visible rows disjoint, inside [0, span)),
+// and its length (8 · page_tokens; the score rows are pad16(span) long).
 struct FlashTile {
   const FlashPage* pages = nullptr;
   int64_t n_pages = 0;
