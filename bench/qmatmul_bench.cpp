@@ -81,11 +81,16 @@ void BM_QMatmul(benchmark::State& state) {
 // weights) that every layer comes from memory, as in the model. No element-wise work in
 // between: the gap to the single cold matrices above is what a sequence of smaller jobs
 // costs (each job's start and finish, the prefetchers' ramp on each matrix), the gap to
-// `keel bench` tg what the rest of the step costs.
-// args: type, threads
+// `keel bench` tg what the rest of the step costs. The layers cycled through total at least
+// `mib`: 96 is 3x the L3, but with it q4_0 read 54-60 GB/s where the model's own products
+// read 44-51 (2026-12-07: a per-shape timer in the model, alternated with this benchmark);
+// 640, the size of the 1b q4_0 model, gave 44-51 as well, so the host keeps part of a 96 MiB
+// cycle in some cache. The 640 MiB rows take a minute to set up.
+// args: type, threads, mib
 void BM_DecodeLayers(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   keel::ThreadPool pool(static_cast<int>(state.range(1)));
+  const size_t cycle_bytes = static_cast<size_t>(state.range(2)) << 20;
   constexpr int64_t kDim = 2048, kKv = 256, kFf = 5632;
   struct Layer {
     std::unique_ptr<Weights> q, k, v, o, gate, up, down;
@@ -105,7 +110,7 @@ void BM_DecodeLayers(benchmark::State& state) {
     for (const Weights* w : {l.q.get(), l.k.get(), l.v.get(), l.o.get(), l.gate.get(), l.up.get(), l.down.get()})
       layer_bytes += w->packed_bytes;
     layers.push_back(std::move(l));
-  } while (layers.size() * layer_bytes < kColdBytes);
+  } while (layers.size() * layer_bytes < cycle_bytes);
   std::mt19937 rng(2);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(kFf), q(kDim), k(kKv), v(kKv), o(kDim), gate(kFf), up(kFf), down(kDim);
@@ -182,7 +187,10 @@ BENCHMARK(BM_QMatmul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(BM_DecodeLayers)
     ->ArgsProduct({{int64_t(DType::kQ4_0), int64_t(DType::kQ8_0), int64_t(DType::kQ4_K), int64_t(DType::kF16),
                    int64_t(DType::kBF16)},
-                  {1, 2}})
+                  {1, 2},
+                  {96}})
+    ->Args({int64_t(DType::kQ4_0), 2, 640})
+    ->Args({int64_t(DType::kQ8_0), 2, 640})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
