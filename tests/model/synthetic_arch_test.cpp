@@ -67,6 +67,20 @@ TEST_P(SyntheticArch, LoadsWithItsFeaturesAndRunsBatchInvariant) {
   expect_healthy_run(m, synthetic_tokens(24));
 }
 
+// A batch long enough that the element-wise steps between the products (norms, RoPE, the
+// gated activation, the residual add) split by rows across the pool (model/blocks.cpp splits
+// from 64 Ki elements; the tiny presets' rows are 256 wide): still equal to token by token,
+// bitwise, which runs every step on one thread.
+TEST_P(SyntheticArch, BatchSplitAcrossThePoolEqualsTokenByToken) {
+  const ArchCase& c = GetParam();
+  model::SyntheticOptions o;
+  o.arch = c.arch;
+  o.seed = 11;
+  const model::Model m(write_synthetic(std::string("synth_long_") + c.arch, o));
+  ASSERT_GE(300 * m.hparams().n_embd, int64_t{1} << 16);
+  expect_healthy_run(m, synthetic_tokens(300));
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, SyntheticArch, ::testing::ValuesIn(arch_cases()), [](const auto& info) {
   std::string name = info.param.arch;
   for (char& ch : name) ch = ch == '-' ? '_' : ch;
