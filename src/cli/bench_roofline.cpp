@@ -129,7 +129,8 @@ MachineRoofline measure_machine(ThreadPool& pool, const RooflineOptions& options
   for (int pass = 0; pass < std::max(1, options.read_passes); ++pass) {
     const Pass p = read_pass(pool, buf.data.get() + static_cast<size_t>(pass % 8) * segment, share, sink);
     best_any = std::max(best_any, p.gbs);
-    r.read_passes_gbs.push_back(p.clean ? p.gbs : -p.gbs);
+    r.read_passes_gbs.push_back(p.gbs);
+    r.read_passes_clean.push_back(p.clean);
     if (p.clean) {
       ++r.read_clean_passes;
       r.read_gbs = std::max(r.read_gbs, p.gbs);

@@ -30,7 +30,8 @@ struct MachineRoofline {
   int threads = 0;
   double read_gbs = 0;      // memory read bandwidth, GB/s (best clean pass)
   int read_clean_passes = 0;  // passes with no thread descheduled (0: best of all passes)
-  std::vector<double> read_passes_gbs;  // every pass in order; negative: a thread was descheduled
+  std::vector<double> read_passes_gbs;  // every pass in order, GB/s
+  std::vector<bool> read_passes_clean;  // per pass: no thread was descheduled during it
   double int8_tops = 0;     // int8 dot-product peak, tera-ops/s (1 MAC = 2 ops)
   double bf16_tflops = 0;   // bf16 dot-product peak
   double f32_tflops = 0;    // f32 FMA peak

@@ -140,6 +140,23 @@ TEST(BenchCommand, RooflinePrintsTheBounds) {
   EXPECT_GT(j["read_gbs"].get<double>(), 0.0);
   EXPECT_GT(j["weight_bytes_per_token"].get<double>(), 0.0);
   EXPECT_GT(j["tg_bound_ts"].get<double>(), 0.0);
+  // Every pass is listed as a rate, with whether it ran undisturbed beside it; read_gbs is
+  // the best clean pass (the best of all when none was clean).
+  const auto& passes = j["read_passes_gbs"];
+  const auto& clean = j["read_passes_clean"];
+  ASSERT_TRUE(passes.is_array() && clean.is_array()) << js.out;
+  ASSERT_FALSE(passes.empty());
+  ASSERT_EQ(passes.size(), clean.size()) << js.out;
+  double best_clean = 0, best_any = 0;
+  int n_clean = 0;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const double gbs = passes[i].get<double>();
+    EXPECT_GT(gbs, 0.0) << "pass " << i << " of " << js.out;
+    best_any = std::max(best_any, gbs);
+    if (clean[i].get<bool>()) best_clean = std::max(best_clean, gbs), ++n_clean;
+  }
+  EXPECT_EQ(j["read_clean_passes"].get<int>(), n_clean);
+  EXPECT_EQ(j["read_gbs"].get<double>(), n_clean > 0 ? best_clean : best_any);
   // The compute probes are SIMD loops (AVX2 or AVX-512); with KEEL_CPU=scalar there is none.
   const CpuFeatures& cpu = cpu_features();
   if (cpu.avx2 && cpu.fma) {
