@@ -217,7 +217,7 @@ int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o)
   const ModelBounds b = model_bounds(m, mr);
   if (o.output == "json") {
     nlohmann::json j = {{"n_threads", mr.threads},         {"read_gbs", mr.read_gbs},
-                        {"read_clean_passes", mr.read_clean_passes}, {"read_passes_gbs", mr.read_passes_gbs},
+                        {"read_clean_passes", mr.read_clean_passes()}, {"read_passes_gbs", mr.read_passes_gbs},
                         {"read_passes_clean", mr.read_passes_clean},
                         {"int8_tops", mr.int8_tops},        {"bf16_tflops", mr.bf16_tflops},
                         {"f32_tflops", mr.f32_tflops},      {"model_filename", model_facts(m).file},

@@ -131,12 +131,9 @@ MachineRoofline measure_machine(ThreadPool& pool, const RooflineOptions& options
     best_any = std::max(best_any, p.gbs);
     r.read_passes_gbs.push_back(p.gbs);
     r.read_passes_clean.push_back(p.clean);
-    if (p.clean) {
-      ++r.read_clean_passes;
-      r.read_gbs = std::max(r.read_gbs, p.gbs);
-    }
+    if (p.clean) r.read_gbs = std::max(r.read_gbs, p.gbs);
   }
-  if (r.read_clean_passes == 0) r.read_gbs = best_any;
+  if (r.read_clean_passes() == 0) r.read_gbs = best_any;
   auto peak = [&](uint64_t (*probe)(int64_t)) {
     return rate_on_all(pool, [&](int64_t) { return 2.0 * double(probe(kDotIters)); }) / 1e12;
   };

@@ -9,6 +9,7 @@
 // Thread-safety: drives the caller's pool; no shared state.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,12 +30,16 @@ struct RooflineOptions {
 struct MachineRoofline {
   int threads = 0;
   double read_gbs = 0;      // memory read bandwidth, GB/s (best clean pass)
-  int read_clean_passes = 0;  // passes with no thread descheduled (0: best of all passes)
   std::vector<double> read_passes_gbs;  // every pass in order, GB/s
   std::vector<bool> read_passes_clean;  // per pass: no thread was descheduled during it
   double int8_tops = 0;     // int8 dot-product peak, tera-ops/s (1 MAC = 2 ops)
   double bf16_tflops = 0;   // bf16 dot-product peak
   double f32_tflops = 0;    // f32 FMA peak
+
+  // Passes with no thread descheduled (when 0, read_gbs is the best of all passes).
+  int read_clean_passes() const {
+    return static_cast<int>(std::count(read_passes_clean.begin(), read_passes_clean.end(), true));
+  }
 };
 
 MachineRoofline measure_machine(ThreadPool& pool, const RooflineOptions& options = {});
