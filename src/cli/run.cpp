@@ -74,17 +74,11 @@ int run_generate(const RunOptions& o) {
   std::fputs(o.prompt.c_str(), stdout);
   std::fflush(stdout);
 
-  Clock::time_point t_first{};
-  bool got_first = false;
   engine::Event finish;
   for (;;) {
     auto ev = handle.next(std::chrono::milliseconds(1000));
     if (!ev) continue;  // still working: polling never cancels
     if (ev->kind == engine::Event::Kind::kDelta) {
-      if (!got_first && !ev->tokens.empty()) {
-        t_first = Clock::now();
-        got_first = true;
-      }
       std::fwrite(ev->text.data(), 1, ev->text.size(), stdout);
       std::fflush(stdout);
       continue;
@@ -92,16 +86,17 @@ int run_generate(const RunOptions& o) {
     finish = std::move(*ev);
     break;
   }
-  const auto t_end = Clock::now();
   std::fputc('\n', stdout);
   std::fflush(stdout);
   eng->shutdown(std::chrono::milliseconds(0));
 
   auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   const double load_s = secs(t_start - t_load);
-  const double prefill_s = got_first ? secs(t_first - t_start) : secs(t_end - t_start);
+  // The engine's own times: text can be held back (an incomplete UTF-8 character, a
+  // possible stop string), so the arrival of the first text says little about the prefill.
+  const double prefill_s = finish.usage.prompt_ms * 1e-3;
   const int64_t n_gen = finish.usage.completion_tokens;
-  const double gen_s = got_first ? secs(t_end - t_first) : 0.0;
+  const double gen_s = finish.usage.generation_ms * 1e-3;
   std::fprintf(stderr, "keel run: load %.2f s; prompt %zu tokens in %.3f s (%.1f t/s); ", load_s,
                n_prompt, prefill_s, prefill_s > 0 ? n_prompt / prefill_s : 0.0);
   // The first token arrives with the prefill; the rest are generation proper.

@@ -259,6 +259,7 @@ void Engine::Impl::admit(QueuedRequest job) {
   slot.request = std::move(job.request);
   slot.channel = std::move(job.channel);
   slot.admitted = admissions++;
+  slot.t_admitted = std::chrono::steady_clock::now();
   slot.tokens = slot.request.prompt;
   slot.n_prompt = static_cast<int64_t>(slot.tokens.size());
   slot.state = Slot::State::kPrefilling;

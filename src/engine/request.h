@@ -34,6 +34,12 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  // Engine-measured times (wall clock, ms): prompt_ms from admission to the first sampled
+  // token (the prefill of the uncached prompt tokens, queue wait excluded); generation_ms
+  // from the first sampled token to the last, i.e. the time of tokens 2..completion_tokens.
+  // Both 0 when no token was sampled.
+  double prompt_ms = 0.0;
+  double generation_ms = 0.0;
 };
 
 struct Event {

@@ -11,6 +11,8 @@ std::optional<FinishReason> Slot::accept_token(const sampling::SampleResult& sam
   sampler->accept(token);
   if (json) json->accept(token);
   ++n_generated;
+  t_last_token = std::chrono::steady_clock::now();
+  if (n_generated == 1) t_first_token = t_last_token;
   if (!request.ignore_eos && backend.is_end_of_generation(token)) return FinishReason::kStop;
 
   pending.tokens.push_back(token);
@@ -52,6 +54,11 @@ void Slot::finish(FinishReason reason, const std::string& error) {
   done.usage.prompt_tokens = n_prompt;
   done.usage.completion_tokens = n_generated;
   done.usage.cached_tokens = n_cached;
+  if (n_generated > 0) {
+    using Ms = std::chrono::duration<double, std::milli>;
+    done.usage.prompt_ms = Ms(t_first_token - t_admitted).count();
+    done.usage.generation_ms = Ms(t_last_token - t_first_token).count();
+  }
   channel->finish(std::move(done));
 }
 

@@ -12,6 +12,7 @@
 //    event; the caller then publishes and releases the sequence.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +37,8 @@ struct Slot {
   SeqId seq = 0;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int64_t n_prompt = 0, n_cached = 0, n_generated = 0;
+  // For Usage's times: admission, the first and the latest sampled token.
+  std::chrono::steady_clock::time_point t_admitted, t_first_token, t_last_token;
   bool shifted = false;  // a context shift renumbered positions: never publish
   std::unique_ptr<sampling::Sampler> sampler;
   std::unique_ptr<sampling::JsonConstraint> json;  // request.json_object only

@@ -37,6 +37,23 @@ json usage_json(const engine::Usage& usage) {
           {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
+json timings_json(const engine::Usage& usage) {
+  const int64_t prompt_n = usage.prompt_tokens - usage.cached_tokens;
+  // predicted_ms spans tokens 2..n (the first comes with the prefill), as generation_ms does.
+  const int64_t timed_n = std::max<int64_t>(0, usage.completion_tokens - 1);
+  auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
+  auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1e3 * double(n) / ms : 0.0; };
+  return {{"cache_n", usage.cached_tokens},
+          {"prompt_n", prompt_n},
+          {"prompt_ms", usage.prompt_ms},
+          {"prompt_per_token_ms", per_token(usage.prompt_ms, prompt_n)},
+          {"prompt_per_second", per_second(usage.prompt_ms, prompt_n)},
+          {"predicted_n", usage.completion_tokens},
+          {"predicted_ms", usage.generation_ms},
+          {"predicted_per_token_ms", per_token(usage.generation_ms, timed_n)},
+          {"predicted_per_second", per_second(usage.generation_ms, timed_n)}};
+}
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -33,6 +33,10 @@ using PieceLookup = std::function<std::string(int32_t)>;
 const char* openai_finish_reason(engine::FinishReason reason);
 
 json usage_json(const engine::Usage& usage);
+// llama-server's "timings" object (an extension OpenAI clients ignore): cache_n, prompt_n
+// (tokens prefilled, the cached ones excluded), prompt_ms, predicted_n, predicted_ms and
+// their per-token and per-second rates (0 where the time is 0), from the engine's times.
+json timings_json(const engine::Usage& usage);
 
 class ResponseBuilder {
  public:

@@ -69,7 +69,9 @@ struct Call {
 };
 
 // The usage of a response of several choices: each prompt once (as OpenAI counts it, n
-// choices of one prompt share it), the completions summed. `per_choice` in choice order.
+// choices of one prompt share it), the completions summed; the times are the longest of
+// any choice (choices run side by side), so the rates are the response's throughput.
+// `per_choice` in choice order.
 engine::Usage total_usage(const Call& call, const std::vector<engine::Usage>& per_choice) {
   engine::Usage u;
   for (size_t i = 0; i < per_choice.size(); ++i) {
@@ -78,6 +80,8 @@ engine::Usage total_usage(const Call& call, const std::vector<engine::Usage>& pe
       u.cached_tokens += per_choice[i].cached_tokens;
     }
     u.completion_tokens += per_choice[i].completion_tokens;
+    u.prompt_ms = std::max(u.prompt_ms, per_choice[i].prompt_ms);
+    u.generation_ms = std::max(u.generation_ms, per_choice[i].generation_ms);
   }
   return u;
 }
@@ -163,10 +167,18 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
             if (!reply.calls.empty() && !choice.tools.call_streamed()) out += sse_data(builder.tool_calls_chunk(reply.calls));
             calls = !reply.calls.empty();
           }
-          out += sse_data(builder.finish_chunk(ev.reason, calls));
+          json finish = builder.finish_chunk(ev.reason, calls);
           usage[i] = ev.usage;
-          if (++finished == call->choices.size()) {
-            if (call->include_usage) out += sse_data(builder.usage_chunk(total_usage(*call, usage)));
+          const bool last = ++finished == call->choices.size();
+          // The response's timings ride on its last chunk, as llama-server's do.
+          if (last && !call->include_usage) finish["timings"] = timings_json(total_usage(*call, usage));
+          out += sse_data(finish);
+          if (last) {
+            if (call->include_usage) {
+              json chunk = builder.usage_chunk(total_usage(*call, usage));
+              chunk["timings"] = timings_json(total_usage(*call, usage));
+              out += sse_data(chunk);
+            }
             out += kSseDone;
           }
         } else {
@@ -257,6 +269,7 @@ json whole_response(HttpServer::State& s, Call& call, const std::vector<Collecte
       out["choices"].push_back(one["choices"][0]);
     }
   }
+  out["timings"] = timings_json(total_usage(call, usage));
   *status = 200;
   return out;
 }

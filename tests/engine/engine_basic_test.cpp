@@ -26,6 +26,8 @@ TEST(Engine, GeneratesUntilMaxTokensAndReportsUsage) {
   EXPECT_EQ(out.usage.prompt_tokens, 4);
   EXPECT_EQ(out.usage.completion_tokens, 10);
   EXPECT_EQ(out.usage.cached_tokens, 0);
+  EXPECT_GE(out.usage.prompt_ms, 0.0);  // the engine's times (their values are the clock's)
+  EXPECT_GE(out.usage.generation_ms, 0.0);
   // Greedy output is the fake model's argmax chain.
   std::vector<int32_t> history = {1, 5, 6, 7};
   std::string text;
@@ -70,6 +72,7 @@ TEST(Engine, RejectsBadRequestsAtSubmit) {
   Outcome out = collect(ok);
   EXPECT_NE(out.reason, FinishReason::kError);
   EXPECT_EQ(out.usage.completion_tokens, 1);  // the context is then full
+  EXPECT_EQ(out.usage.generation_ms, 0.0);    // one token: nothing after the first
   EXPECT_EQ(out.reason, FinishReason::kLength);
 }
 

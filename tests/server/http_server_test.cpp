@@ -104,6 +104,13 @@ TEST_F(HttpServerTest, NonStreamingChatAndCompletion) {
   EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+  // llama-server's timings beside the usage, with the same counts.
+  ASSERT_TRUE(j.contains("timings")) << j.dump();
+  EXPECT_EQ(j["timings"]["predicted_n"], 2);
+  EXPECT_EQ(j["timings"]["prompt_n"].get<int64_t>() + j["timings"]["cache_n"].get<int64_t>(),
+            j["usage"]["prompt_tokens"].get<int64_t>());
+  for (const char* k : {"prompt_ms", "predicted_ms", "prompt_per_second", "predicted_per_second"})
+    EXPECT_GE(j["timings"][k].get<double>(), 0.0) << k;
   j = post_json("/v1/completions", R"({"prompt":"Once","max_tokens":3,"seed":7})", &status);
   EXPECT_EQ(status, 200);
   EXPECT_EQ(j["object"], "text_completion");
@@ -136,7 +143,28 @@ TEST_F(HttpServerTest, StreamFramingMatchesOpenAI) {
   EXPECT_EQ(events[3]["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(events[4]["choices"].empty());
   EXPECT_EQ(events[4]["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(events[4]["timings"]["predicted_n"], 2);  // on the last chunk only
+  for (size_t i = 0; i < 4; ++i) EXPECT_FALSE(events[i].contains("timings")) << i;
   for (const json& e : events) EXPECT_EQ(e["id"], events[0]["id"]);
+}
+
+// Without include_usage the timings ride on the finish chunk, the stream's last.
+TEST_F(HttpServerTest, StreamTimingsOnTheFinishChunkWithoutUsage) {
+  start();
+  RawConnection conn(port_);
+  ASSERT_TRUE(conn.ok());
+  const std::string body = R"({"messages":[{"role":"user","content":"hi"}],"stream":true})";
+  ASSERT_TRUE(conn.send(test::post_request("/v1/chat/completions", body)));
+  const std::string& got = conn.read_until("data: [DONE]\n\n");
+  std::vector<json> events;
+  for (size_t p = got.find("data: {"); p != std::string::npos; p = got.find("data: {", p + 1)) {
+    const size_t end = got.find("\n\n", p);
+    events.push_back(json::parse(got.substr(p + 6, end - p - 6)));
+  }
+  ASSERT_EQ(events.size(), 4u) << got;  // role, "Hel", "lo", finish
+  EXPECT_EQ(events[3]["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(events[3]["timings"]["predicted_n"], 2);
+  EXPECT_FALSE(events[3].contains("usage"));
 }
 
 TEST_F(HttpServerTest, HarmonyRepliesSplitIntoReasoningAndContent) {
