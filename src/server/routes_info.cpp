@@ -1,4 +1,4 @@
-// GET /health, /v1/models, /metrics, /slots; POST /tokenize, /detokenize.
+// GET /health, /v1/models, /props, /metrics, /slots; POST /tokenize, /detokenize.
 #include "server/json_fields.h"
 #include "server/server_state.h"
 
@@ -13,6 +13,18 @@ json model_json(const ModelInfo& info) {
           {"meta",
            {{"n_ctx", info.n_ctx}, {"n_vocab", info.n_vocab}, {"n_parallel", info.n_parallel},
             {"chat_template", info.chat_template}}}};
+}
+
+// llama-server's GET /props, the fields its clients read (its web UI: the context size,
+// the model's name from model_path, modalities). model_path is the served id, not the
+// file's path on this machine.
+json props_json(const ModelInfo& info) {
+  return {{"default_generation_settings", {{"n_ctx", info.n_ctx}}},
+          {"total_slots", info.n_parallel},
+          {"model_path", info.id},
+          {"chat_template", info.chat_template},
+          {"modalities", {{"vision", false}, {"audio", false}}},
+          {"build_info", "keel"}};
 }
 
 // Runs `body` and turns any keel::Error into an OpenAI error response.
@@ -96,6 +108,9 @@ void add_info_routes(HttpServer::State& s) {
       if (req.matches[1] != info.id) throw not_found("model '" + sanitize_utf8(req.matches[1].str()) + "' does not exist");
       send_json(res, model_json(info));
     });
+  });
+  s.http.Get("/props", [&s](const httplib::Request&, httplib::Response& res) {
+    guarded(res, [&] { send_json(res, props_json(require_service(s)->model_info())); });
   });
   s.http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     guarded(res, [&] {

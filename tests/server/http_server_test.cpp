@@ -387,6 +387,9 @@ TEST_F(HttpServerTest, ApiKeyGuardsEveryRouteButHealth) {
   r = c.Get("/metrics", {{"Authorization", "Bearer wrong"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
+  r = c.Get("/props");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
   r = c.Get("/v1/models", {{"Authorization", "Bearer sekret"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -454,6 +457,14 @@ TEST_F(HttpServerTest, InfoRoutes) {
   r = c.Get("/v1/models/other");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  r = c.Get("/props");  // llama-server's, as its web UI reads it
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const json props = json::parse(r->body);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 256);
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_EQ(props["model_path"], "fake-model");
+  EXPECT_EQ(props["modalities"]["vision"], false);
   r = c.Get("/slots");
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)[1]["state"], "generating");
