@@ -125,7 +125,9 @@ void check_kernels_against_twin(DType type, const std::vector<uint8_t>& data, in
 TEST_P(IntegerPath, SimdKernelsEqualTwinBitwiseOnOddSizes) {
   const auto [type, n_in] = GetParam();
   for (int64_t n_out : {1, 15, 29, 37}) {
-    for (int64_t n_rows : {1, 3, 7}) {
+    // 19 rows: calls of 6 and 13 rows, so the tiles of decode batches (up to 8 rows) and
+    // of prefill chunks are both run (q4_K pairs tile them differently).
+    for (int64_t n_rows : {1, 3, 7, 19}) {
       const auto w = quantize(type, normal(n_in * n_out, 7 + n_out, 0.5f), n_in, n_out);
       check_kernels_against_twin(type, w, n_in, n_out, normal(n_in * n_rows, 9 + n_rows), n_rows);
     }
