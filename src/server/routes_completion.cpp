@@ -169,15 +169,18 @@ void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Respo
           }
           json finish = builder.finish_chunk(ev.reason, calls);
           usage[i] = ev.usage;
-          const bool last = ++finished == call->choices.size();
-          // The response's timings ride on its last chunk, as llama-server's do.
-          if (last && !call->include_usage) finish["timings"] = timings_json(total_usage(*call, usage));
-          out += sse_data(finish);
-          if (last) {
+          if (++finished < call->choices.size()) {
+            out += sse_data(finish);
+          } else {
+            // The response's timings ride on its last chunk, as llama-server's do.
+            const engine::Usage total = total_usage(*call, usage);
             if (call->include_usage) {
-              json chunk = builder.usage_chunk(total_usage(*call, usage));
-              chunk["timings"] = timings_json(total_usage(*call, usage));
-              out += sse_data(chunk);
+              json chunk = builder.usage_chunk(total);
+              chunk["timings"] = timings_json(total);
+              out += sse_data(finish) + sse_data(chunk);
+            } else {
+              finish["timings"] = timings_json(total);
+              out += sse_data(finish);
             }
             out += kSseDone;
           }

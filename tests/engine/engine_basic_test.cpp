@@ -1,4 +1,6 @@
 // The engine over the fake backend: lifecycle, validation, busy, finish reasons.
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -19,15 +21,20 @@ TEST(Engine, GeneratesUntilMaxTokensAndReportsUsage) {
   o.n_ctx = 256;
   auto engine = make_engine(o, &fake);
   fake->eog_allowed = false;
+  const auto before = std::chrono::steady_clock::now();
   RequestHandle h = engine->submit(make_request({1, 5, 6, 7}, 10));
   Outcome out = collect(h);
+  const double lifetime_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
   EXPECT_EQ(out.reason, FinishReason::kLength);
   EXPECT_EQ(out.tokens.size(), 10u);
   EXPECT_EQ(out.usage.prompt_tokens, 4);
   EXPECT_EQ(out.usage.completion_tokens, 10);
   EXPECT_EQ(out.usage.cached_tokens, 0);
-  EXPECT_GE(out.usage.prompt_ms, 0.0);  // the engine's times (their values are the clock's)
-  EXPECT_GE(out.usage.generation_ms, 0.0);
+  // The engine's times: a prefill and nine decode steps took some time, and both spans
+  // lie within the request's life as the caller saw it (not a speed check).
+  EXPECT_GT(out.usage.prompt_ms, 0.0);
+  EXPECT_GT(out.usage.generation_ms, 0.0);
+  EXPECT_LE(out.usage.prompt_ms + out.usage.generation_ms, lifetime_ms);
   // Greedy output is the fake model's argmax chain.
   std::vector<int32_t> history = {1, 5, 6, 7};
   std::string text;
