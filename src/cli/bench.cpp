@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -34,7 +35,10 @@ struct BenchOptions {
   std::vector<int64_t> n_gen{128};
   std::vector<int64_t> depth{0};
   std::vector<int64_t> parallel{1};
-  int threads = 2;
+  std::vector<int64_t> prompt_gen;  // -pg pp,tg: pairs, flattened
+  std::vector<int> threads{2};
+  int64_t n_batch = 2048;  // llama-bench's logical batch; a forward takes min(n_batch, n_ubatch)
+  int64_t n_ubatch = 512;
   int reps = 5;
   std::string flash_attn = "on";
   std::string type_k = "f16";
@@ -51,7 +55,14 @@ constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
 struct ModelFacts {
   std::string file, type;
+  uint64_t size_bytes = 0, n_params = 0;
   double size_gib = 0, params_b = 0;
+};
+
+// What a row was measured with beyond the options shared by every row.
+struct RowContext {
+  int threads = 0;
+  std::string test_time;  // ISO 8601 UTC, when the row started
 };
 
 // A row's bound from the probes taken just before and just after it (--with-bounds): on a
@@ -78,6 +89,8 @@ ModelFacts model_facts(const model::Model& m) {
   for (const auto& [name, b] : bytes_by_type) {
     if (b > best) best = b, f.type = name;
   }
+  f.size_bytes = bytes;
+  f.n_params = params;
   f.size_gib = double(bytes) / double(1ull << 30);
   f.params_b = double(params) / 1e9;
   return f;
@@ -99,6 +112,17 @@ tensor::DType parse_type(const std::string& name, const char* flag) {
   return *t;
 }
 
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The tests of one thread count: per depth, the prompts, the generations (each at every
+// --parallel), then the -pg pairs.
 std::vector<BenchTest> plan_tests(const BenchOptions& o) {
   std::vector<BenchTest> tests;
   for (int64_t d : o.depth) {
@@ -109,16 +133,27 @@ std::vector<BenchTest> plan_tests(const BenchOptions& o) {
       if (n <= 0) continue;
       for (int64_t par : o.parallel) tests.push_back({0, n, d, par});
     }
+    for (size_t i = 0; i + 1 < o.prompt_gen.size(); i += 2) {
+      if (o.prompt_gen[i] + o.prompt_gen[i + 1] > 0) tests.push_back({o.prompt_gen[i], o.prompt_gen[i + 1], d, 1});
+    }
   }
   return tests;
 }
 
-nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb) {
+// llama-bench's field names where it has the quantity (model_size in bytes, avg_ns, ...),
+// so its comparison scripts read these rows; keel's own beside them.
+nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb,
+                        const RowContext& c) {
   nlohmann::json j = {{"model_filename", f.file},
           {"model_type", f.type},
+          {"model_size", f.size_bytes},
+          {"model_n_params", f.n_params},
           {"model_size_gib", f.size_gib},
           {"model_n_params_b", f.params_b},
-          {"n_threads", o.threads},
+          {"backends", "CPU"},
+          {"n_batch", o.n_batch},
+          {"n_ubatch", o.n_ubatch},
+          {"n_threads", c.threads},
           {"flash_attn", o.flash_attn == "on"},
           {"type_k", o.type_k},
           {"type_v", o.type_v},
@@ -130,6 +165,10 @@ nlohmann::json row_json(const ModelFacts& f, const BenchOptions& o, const BenchR
           {"avg_ts", r.avg_ts()},
           {"stddev_ts", r.stddev_ts()},
           {"samples_ts", r.samples_ts},
+          {"avg_ns", r.avg_ns()},
+          {"stddev_ns", r.stddev_ns()},
+          {"samples_ns", r.samples_ns},
+          {"test_time", c.test_time},
           {"avg_cpu_ts", r.avg_cpu_ts()},
           {"samples_cpu_ts", r.samples_cpu_ts},
           {"isa", kernels::q::isa_name(kernels::q::best_isa())},
@@ -150,24 +189,31 @@ void print_md_header(bool bounds) {
   std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: | ---: |%s\n", bounds ? " ---: | ---: | ---: |" : "");
 }
 
-void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb, bool first) {
+void print_row(const ModelFacts& f, const BenchOptions& o, const BenchResult& r, const RowBound& rb,
+               const RowContext& c, bool first) {
   if (o.output == "json") {
-    std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r, rb).dump().c_str());
+    std::printf("%s%s", first ? "[\n" : ",\n", row_json(f, o, r, rb, c).dump().c_str());
+  } else if (o.output == "jsonl") {
+    std::printf("%s\n", row_json(f, o, r, rb, c).dump().c_str());
   } else if (o.output == "csv") {
     if (first) {
-      std::printf("model_filename,model_type,n_threads,flash_attn,type_k,type_v,n_parallel,test,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,avg_cpu_ts%s\n",
+      std::printf("model_filename,model_type,model_size,model_n_params,n_batch,n_ubatch,n_threads,flash_attn,type_k,"
+                  "type_v,n_parallel,test,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,"
+                  "avg_cpu_ts%s\n",
                   rb.set ? ",read_gbs_before,read_gbs_after,bound_ts,bound_fraction" : "");
     }
-    std::printf("%s,%s,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f", f.file.c_str(), f.type.c_str(), o.threads,
-                o.flash_attn == "on", o.type_k.c_str(), o.type_v.c_str(), (long long)r.test.n_parallel,
-                r.test.name().c_str(), (long long)r.test.n_prompt, (long long)r.test.n_gen,
-                (long long)r.test.n_depth, r.avg_ts(), r.stddev_ts(), r.avg_cpu_ts());
+    std::printf("%s,%s,%llu,%llu,%lld,%lld,%d,%d,%s,%s,%lld,%s,%lld,%lld,%lld,%s,%.0f,%.0f,%.3f,%.3f,%.3f",
+                f.file.c_str(), f.type.c_str(), (unsigned long long)f.size_bytes, (unsigned long long)f.n_params,
+                (long long)o.n_batch, (long long)o.n_ubatch, c.threads, o.flash_attn == "on", o.type_k.c_str(),
+                o.type_v.c_str(), (long long)r.test.n_parallel, r.test.name().c_str(), (long long)r.test.n_prompt,
+                (long long)r.test.n_gen, (long long)r.test.n_depth, c.test_time.c_str(), r.avg_ns(), r.stddev_ns(),
+                r.avg_ts(), r.stddev_ts(), r.avg_cpu_ts());
     if (rb.set) std::printf(",%.2f,%.2f,%.3f,%.4f", rb.read_gbs_before, rb.read_gbs_after, rb.bound_ts, rb.fraction);
     std::printf("\n");
   } else {
     if (first) print_md_header(rb.set);
     std::printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %s/%s | %s | %.2f ± %.2f | %.2f |", f.file.c_str(),
-                f.type.c_str(), f.size_gib, f.params_b, kernels::q::isa_name(kernels::q::best_isa()), o.threads,
+                f.type.c_str(), f.size_gib, f.params_b, kernels::q::isa_name(kernels::q::best_isa()), c.threads,
                 o.flash_attn.c_str(), o.type_k.c_str(), o.type_v.c_str(), r.test.name().c_str(), r.avg_ts(),
                 r.stddev_ts(), r.avg_cpu_ts());
     if (rb.set) {
@@ -240,9 +286,15 @@ int run_roofline(const model::Model& m, ThreadPool& pool, const BenchOptions& o)
 // cost a load, nor leave a half-printed table behind. Returns the run settings they give.
 BenchSettings validate(const BenchOptions& o) {
   auto fail = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, "bench: " + why); };
-  if (o.threads < 1 || o.reps < 1) fail("-t and -r must be >= 1");
-  if (o.threads > kMaxThreads) fail("-t " + std::to_string(o.threads) + " is above " + std::to_string(kMaxThreads));
-  if (o.output != "md" && o.output != "json" && o.output != "csv") fail("-o must be md, json or csv, not '" + o.output + "'");
+  if (o.threads.empty()) fail("-t needs a thread count");
+  for (int t : o.threads) {
+    if (t < 1 || t > kMaxThreads) fail("-t " + std::to_string(t) + " is outside [1, " + std::to_string(kMaxThreads) + "]");
+  }
+  if (o.reps < 1) fail("-r must be >= 1");
+  if (o.output != "md" && o.output != "json" && o.output != "jsonl" && o.output != "csv") {
+    fail("-o must be md, json, jsonl or csv, not '" + o.output + "'");
+  }
+  if (o.prompt_gen.size() % 2 != 0) fail("-pg takes pairs: prompt,generated");
   auto check_list = [&](const std::vector<int64_t>& v, const char* flag, int64_t lo) {
     for (int64_t x : v) {
       if (x < lo || x > kMaxTokens) {
@@ -255,11 +307,15 @@ BenchSettings validate(const BenchOptions& o) {
   check_list(o.n_gen, "-n", 0);
   check_list(o.depth, "-d", 0);
   check_list(o.parallel, "--parallel", 1);
+  check_list(o.prompt_gen, "-pg", 0);
+  check_list({o.n_batch}, "-b", 1);
+  check_list({o.n_ubatch}, "-ub", 1);
   BenchSettings s;
   s.flash_attention = o.flash_attn == "on";
   s.type_k = parse_type(o.type_k, "-ctk");
   s.type_v = parse_type(o.type_v, "-ctv");
   s.reps = o.reps;
+  s.n_ubatch = std::min(o.n_batch, o.n_ubatch);
   if (!o.roofline && plan_tests(o).empty()) fail("nothing to measure (every -p and -n is 0)");
   return s;
 }
@@ -268,7 +324,7 @@ int run_bench(const BenchOptions& o) {
   const BenchSettings s = validate(o);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  ThreadPool pool(o.threads);
+  ThreadPool pool(o.threads.front());
   model::Model m(o.model);
   const double rss_mapped = resident_mib();
   const model::PrepareStats ps = m.prepare_weights(pool);
@@ -285,11 +341,18 @@ int run_bench(const BenchOptions& o) {
 
   const ModelFacts facts = model_facts(m);
   bool first = true;
-  for (const BenchTest& t : plan_tests(o)) {
-    RowBound rb;
-    const BenchResult r = o.with_bounds ? run_between_probes(m, pool, t, s, o, rb) : run_bench_test(m, pool, t, s);
-    print_row(facts, o, r, rb, first);
-    first = false;
+  for (int threads : o.threads) {
+    // The packed weights do not depend on the thread count: one load serves every pool.
+    std::unique_ptr<ThreadPool> own;
+    if (threads != pool.size()) own = std::make_unique<ThreadPool>(threads);
+    ThreadPool& p = own ? *own : pool;
+    for (const BenchTest& t : plan_tests(o)) {
+      RowBound rb;
+      RowContext c{threads, utc_now_iso8601()};
+      const BenchResult r = o.with_bounds ? run_between_probes(m, p, t, s, o, rb) : run_bench_test(m, p, t, s);
+      print_row(facts, o, r, rb, c, first);
+      first = false;
+    }
   }
   if (o.output == "json" && !first) std::printf("\n]\n");
   return 0;
@@ -302,12 +365,19 @@ CommandRegistrar reg("bench", "Measure prompt/generation throughput (llama-bench
   app.add_option("-n,--n-gen", o->n_gen, "generated tokens (comma list; 0 skips)")->delimiter(',');
   app.add_option("-d,--depth", o->depth, "tokens already in the cache (comma list)")->delimiter(',');
   app.add_option("--parallel", o->parallel, "concurrent generating sequences (comma list)")->delimiter(',');
-  app.add_option("-t,--threads", o->threads, "threads");
+  app.add_option("--pg", o->prompt_gen, "prompt,generated: one test of both, timed together (pairs; repeatable)")
+      ->delimiter(',');
+  app.add_option("-t,--threads", o->threads, "threads (comma list)")->delimiter(',');
+  app.add_option("-b,--batch-size", o->n_batch, "logical batch (a forward takes at most min(-b, -ub) prompt tokens)");
+  app.add_option("--ub,--ubatch-size", o->n_ubatch, "physical batch: most prompt tokens per forward");
   app.add_option("-r,--repetitions", o->reps, "timed repetitions after one warm-up");
-  app.add_option("--fa,--flash-attn", o->flash_attn, "on|off")->check(CLI::IsMember({"on", "off"}));
+  // llama-bench's spellings too: 1/0 (older builds) and auto (keel's flash path takes every model).
+  app.add_option("--fa,--flash-attn", o->flash_attn, "on|off (also 1|0|auto)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, std::string>{
+          {"on", "on"}, {"off", "off"}, {"1", "on"}, {"0", "off"}, {"auto", "on"}}));
   app.add_option("--ctk,--cache-type-k", o->type_k, "K cache type");
   app.add_option("--ctv,--cache-type-v", o->type_v, "V cache type");
-  app.add_option("-o,--output", o->output, "md|json|csv")->check(CLI::IsMember({"md", "json", "csv"}));
+  app.add_option("-o,--output", o->output, "md|json|jsonl|csv")->check(CLI::IsMember({"md", "json", "jsonl", "csv"}));
   app.add_flag("--roofline", o->roofline, "measure bandwidth and dot-product peaks, print the model's bounds");
   app.add_flag("--with-bounds", o->with_bounds,
                "probe the roofline just before and after each row; print its bound and the fraction reached");

@@ -15,8 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kDepthChunk = 512;  // tokens per forward when filling the depth prefix
-
 int32_t token_at(int64_t i, int64_t n_vocab) {
   // A fixed scramble of positions into ids (skipping the first few specials).
   const uint64_t h = static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull;
@@ -31,7 +29,8 @@ kv::KvOptions cache_options(const BenchTest& t, const BenchSettings& s) {
   // Depth prefix + one forked run alive at a time (the prefix pages are shared).
   o.max_tokens = per_seq * (t.n_parallel + 1) + 256;
   o.max_sequences = static_cast<int32_t>(t.n_parallel + 2);
-  o.max_batch_tokens = std::max<int64_t>({t.n_prompt, t.n_parallel, std::min<int64_t>(t.n_depth, kDepthChunk), 1});
+  const int64_t ub = s.n_ubatch;
+  o.max_batch_tokens = std::max<int64_t>({std::min(t.n_prompt, ub), t.n_parallel, std::min(t.n_depth, ub), 1});
   return o;
 }
 
@@ -46,10 +45,10 @@ void prefill(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId
   m.forward(batch, kv, pool, fo);
 }
 
-// Depth prefixes go in chunks so the batch limit of the cache is respected.
-void fill_depth(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId seq, int64_t depth,
-                int64_t chunk, const model::ForwardOptions& fo) {
-  for (int64_t done = 0; done < depth; done += chunk) prefill(m, kv, pool, seq, done, std::min(chunk, depth - done), fo);
+// Tokens [first, first + n) in forwards of at most `chunk` (the cache's batch limit).
+void prefill_chunked(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId seq, int64_t first,
+                     int64_t n, int64_t chunk, const model::ForwardOptions& fo) {
+  for (int64_t done = 0; done < n; done += chunk) prefill(m, kv, pool, seq, first + done, std::min(chunk, n - done), fo);
 }
 
 double process_cpu_seconds() {
@@ -59,22 +58,23 @@ double process_cpu_seconds() {
 }
 
 struct Rates {
-  double wall_ts, cpu_ts;
+  double wall_ts, cpu_ts, wall_ns;
 };
 
 Rates run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId base,
-               const BenchTest& t, const model::ForwardOptions& fo) {
+               const BenchTest& t, const BenchSettings& settings, const model::ForwardOptions& fo) {
   std::vector<kv::SeqId> seqs;
-  for (int64_t s = 0; s < (t.n_prompt > 0 ? 1 : t.n_parallel); ++s) {
+  for (int64_t s = 0; s < t.n_parallel; ++s) {
     seqs.push_back(t.n_depth > 0 ? kv.fork(base, t.n_depth) : kv.create());
   }
   const auto start = Clock::now();
   const double cpu_start = process_cpu_seconds();
   int64_t tokens = 0;
   if (t.n_prompt > 0) {
-    prefill(m, kv, pool, seqs[0], t.n_depth, t.n_prompt, fo);
+    prefill_chunked(m, kv, pool, seqs[0], t.n_depth, t.n_prompt, settings.n_ubatch, fo);
     tokens = t.n_prompt;
-  } else {
+  }
+  if (t.n_gen > 0) {
     std::vector<model::BatchEntry> batch(seqs.size());
     std::vector<float> logits;  // kept across steps, as a server's engine keeps it
     for (int64_t step = 0; step < t.n_gen; ++step) {
@@ -84,18 +84,20 @@ Rates run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::Seq
       }
       m.forward(batch, kv, pool, fo, &logits);
     }
-    tokens = t.n_gen * static_cast<int64_t>(seqs.size());
+    tokens += t.n_gen * static_cast<int64_t>(seqs.size());
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double cpu = (process_cpu_seconds() - cpu_start) / pool.size();
   for (kv::SeqId s : seqs) kv.release(s);
-  return {static_cast<double>(tokens) / seconds, static_cast<double>(tokens) / cpu};
+  return {static_cast<double>(tokens) / seconds, static_cast<double>(tokens) / cpu, seconds * 1e9};
 }
 
 }  // namespace
 
 std::string BenchTest::name() const {
-  std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  std::string s;
+  if (n_prompt > 0) s = "pp" + std::to_string(n_prompt);
+  if (n_gen > 0) s += (s.empty() ? "tg" : "+tg") + std::to_string(n_gen);
   if (n_depth > 0) s += " @ d" + std::to_string(n_depth);
   if (n_parallel > 1) s += " x" + std::to_string(n_parallel);
   return s;
@@ -107,18 +109,22 @@ double BenchResult::mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
-double BenchResult::stddev_ts() const {
-  if (samples_ts.size() < 2) return 0.0;
-  const double mean = avg_ts();
+double BenchResult::stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
   double s = 0;
-  for (double v : samples_ts) s += (v - mean) * (v - mean);
-  return std::sqrt(s / static_cast<double>(samples_ts.size() - 1));
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
 BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,
                            const BenchSettings& settings) {
-  if ((test.n_prompt > 0) == (test.n_gen > 0) || test.n_depth < 0 || test.n_parallel < 1 || settings.reps < 1) {
-    throw Error(ErrorCode::kInvalidArgument, "bench: a test is either pp or tg, with depth >= 0, parallel >= 1, reps >= 1");
+  if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0 || test.n_depth < 0 ||
+      test.n_parallel < 1 || (test.n_prompt > 0 && test.n_parallel != 1) || settings.reps < 1 ||
+      settings.n_ubatch < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "bench: a test has a prompt, a generation or both, depth >= 0, parallel >= 1 (1 with a prompt), "
+                "reps >= 1 and ubatch >= 1");
   }
   kv::KvCache kv(m.kv_layout(), cache_options(test, settings));
   model::ForwardOptions fo;
@@ -126,14 +132,15 @@ BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchT
   kv::SeqId base = -1;
   if (test.n_depth > 0) {
     base = kv.create();
-    fill_depth(m, kv, pool, base, test.n_depth, kDepthChunk, fo);
+    prefill_chunked(m, kv, pool, base, 0, test.n_depth, settings.n_ubatch, fo);
   }
   BenchResult r;
   r.test = test;
-  run_once(m, kv, pool, base, test, fo);  // warm-up: page faults, packing, caches
+  run_once(m, kv, pool, base, test, settings, fo);  // warm-up: page faults, packing, caches
   for (int i = 0; i < settings.reps; ++i) {
-    const Rates rates = run_once(m, kv, pool, base, test, fo);
+    const Rates rates = run_once(m, kv, pool, base, test, settings, fo);
     r.samples_ts.push_back(rates.wall_ts);
+    r.samples_ns.push_back(rates.wall_ns);
     r.samples_cpu_ts.push_back(rates.cpu_ts);
   }
   return r;

@@ -57,7 +57,20 @@ void expect_rate_row(const nlohmann::json& row, int reps) {
   EXPECT_GE(row["stddev_ts"].get<double>(), 0.0);
   EXPECT_EQ(row["model_filename"], "bench_tiny_q4_0.gguf");
   EXPECT_EQ(row["model_type"], "q4_0");
-  EXPECT_EQ(row["n_threads"], 2);
+  // llama-bench's names for the same quantities, so its comparison scripts read the rows.
+  EXPECT_GT(row["model_size"].get<uint64_t>(), 0u);
+  EXPECT_GT(row["model_n_params"].get<uint64_t>(), 0u);
+  EXPECT_EQ(row["backends"], "CPU");
+  ASSERT_TRUE(row["samples_ns"].is_array());
+  ASSERT_EQ(row["samples_ns"].size(), static_cast<size_t>(reps));
+  // Each repetition's time and rate describe one run: tokens = rate x seconds, the same for all.
+  const double tokens = double(row["n_prompt"].get<int64_t>() + row["n_gen"].get<int64_t>() * row["n_parallel"].get<int64_t>());
+  for (int i = 0; i < reps; ++i) {
+    EXPECT_NEAR(row["samples_ts"][i].get<double>() * row["samples_ns"][i].get<double>() * 1e-9, tokens, 1e-6 * tokens);
+  }
+  EXPECT_GT(row["avg_ns"].get<double>(), 0.0);
+  EXPECT_GE(row["stddev_ns"].get<double>(), 0.0);
+  EXPECT_EQ(row["test_time"].get<std::string>().size(), 20u) << row.dump();  // 2026-12-07T17:08:20Z
 }
 
 TEST(BenchCommand, JsonRowsCarryTheFieldsAndOneSamplePerRepetition) {
@@ -84,6 +97,7 @@ TEST(BenchCommand, DepthAndParallelGiveTheirOwnRows) {
   const int depth[] = {0, 0, 20, 20}, parallel[] = {1, 3, 1, 3};
   for (size_t i = 0; i < 4; ++i) {
     expect_rate_row(rows[i], 1);
+    EXPECT_EQ(rows[i]["n_threads"], 2);
     EXPECT_EQ(rows[i]["test"], names[i]);
     EXPECT_EQ(rows[i]["n_depth"], depth[i]);
     EXPECT_EQ(rows[i]["n_parallel"], parallel[i]);
@@ -91,6 +105,37 @@ TEST(BenchCommand, DepthAndParallelGiveTheirOwnRows) {
     EXPECT_EQ(rows[i]["type_k"], "q8_0");
     EXPECT_EQ(rows[i]["type_v"], "q8_0");
   }
+}
+
+// -pg times a prompt and its generation together; -t takes a list (one set of rows per
+// count, one load); -ub cuts prompts and depth prefixes into forwards of that many tokens.
+TEST(BenchCommand, PromptGenerationPairsThreadListsAndMicroBatches) {
+  const CommandResult r = run_command(std::string(KEEL_BIN) + " bench -m " + tiny_model() +
+                                      " -p 40 -n 3 -pg 24,3 -t 1,2 -ub 16 -d 0,20 -r 2 -fa 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 12u) << rows.dump();
+  const char* names[] = {"pp40", "tg3", "pp24+tg3", "pp40 @ d20", "tg3 @ d20", "pp24+tg3 @ d20"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    expect_rate_row(rows[i], 2);
+    EXPECT_EQ(rows[i]["test"], names[i % 6]) << i;
+    EXPECT_EQ(rows[i]["n_threads"], i < 6 ? 1 : 2) << i;
+    EXPECT_EQ(rows[i]["n_ubatch"], 16);
+    EXPECT_EQ(rows[i]["flash_attn"], true);
+  }
+  EXPECT_EQ(rows[2]["n_prompt"], 24);
+  EXPECT_EQ(rows[2]["n_gen"], 3);
+  // -fa 0 is llama-bench's "off"; jsonl is one object per line.
+  const CommandResult jl = bench("-p 8 -n 2 -r 1 -fa 0 -o jsonl");
+  ASSERT_EQ(jl.exit_code, 0) << jl.err;
+  std::istringstream in(jl.out);
+  int n = 0;
+  for (std::string l; std::getline(in, l); ++n) {
+    const auto row = nlohmann::json::parse(l);
+    expect_rate_row(row, 1);
+    EXPECT_EQ(row["flash_attn"], false);
+  }
+  EXPECT_EQ(n, 2) << jl.out;
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -210,7 +255,9 @@ TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
                                   bin + m + " --parallel 0 -p 0 -n 2 -r 1", bin + m + " -d -5 -p 0 -n 2 -r 1",
                                   bin + " -m /nonexistent.gguf", bin + " -p 8", bin + m + " --roofline-mib 0",
                                   bin + m + " -p -5 -n 0 -r 1", bin + m + " -p 0 -n -1 -r 1", bin + m + " -p 0 -n 0",
-                                  bin + m + " -t 100000 -p 4 -n 0", bin + m + " -p 0 -n 2 --parallel 1,0 -r 1"}) {
+                                  bin + m + " -t 100000 -p 4 -n 0", bin + m + " -p 0 -n 2 --parallel 1,0 -r 1",
+                                  bin + m + " -pg 8 -r 1", bin + m + " -pg 8,-2 -r 1", bin + m + " -ub 0 -r 1",
+                                  bin + m + " -t 2,0 -p 4 -n 0"}) {
     const CommandResult r = run_command(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(r.signal, 0) << args << "\n" << r.err;
