@@ -111,10 +111,15 @@ bool handle_cors(const HttpServer::State& s, const httplib::Request& req, httpli
 void install_hooks(HttpServer::State& s) {
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
     if (handle_cors(s, req, res)) return httplib::Server::HandlerResponse::Handled;
-    if (s.options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (s.options.api_key.empty() || req.path == "/health" || req.path == "/v1/health") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    // `Authorization: Bearer KEY`, or `X-Api-Key: KEY` as llama-server also reads it.
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) != 0 || !same_secret(auth.substr(prefix.size()), s.options.api_key)) {
+    const bool bearer_ok = auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), s.options.api_key);
+    const bool header_ok = req.has_header("X-Api-Key") && same_secret(req.get_header_value("X-Api-Key"), s.options.api_key);
+    if (!bearer_ok && !header_ok) {
       send_error(res, unauthorized(auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'"
                                                 : "invalid API key"));
       return httplib::Server::HandlerResponse::Handled;

@@ -398,12 +398,18 @@ void handle_completion(HttpServer::State& s, Endpoint endpoint, const httplib::R
 }  // namespace
 
 void add_completion_routes(HttpServer::State& s) {
-  s.http.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(s, Endpoint::kChat, req, res);
-  });
-  s.http.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(s, Endpoint::kCompletion, req, res);
-  });
+  // Also without the /v1 prefix, as llama-server serves them: a client given the bare host
+  // as its base URL calls /chat/completions.
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+    s.http.Post(path, [&s](const httplib::Request& req, httplib::Response& res) {
+      handle_completion(s, Endpoint::kChat, req, res);
+    });
+  }
+  for (const char* path : {"/v1/completions", "/completions"}) {
+    s.http.Post(path, [&s](const httplib::Request& req, httplib::Response& res) {
+      handle_completion(s, Endpoint::kCompletion, req, res);
+    });
+  }
 }
 
 }  // namespace keel::server

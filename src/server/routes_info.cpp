@@ -92,23 +92,30 @@ void detokenize_route(const HttpServer::State& s, const httplib::Request& req, h
 }  // namespace
 
 void add_info_routes(HttpServer::State& s) {
-  s.http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
-    if (s.draining.load()) return send_error(res, unavailable("shutting_down", "the server is shutting down"));
-    if (!s.service()) return send_error(res, unavailable("loading", "the model is still loading"));
-    send_json(res, {{"status", "ok"}});
-  });
-  s.http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
-    guarded(res, [&] {
-      send_json(res, {{"object", "list"}, {"data", json::array({model_json(require_service(s)->model_info())})}});
+  // /v1/health and the models without /v1 are llama-server's spellings (its clients use them).
+  for (const char* path : {"/health", "/v1/health"}) {
+    s.http.Get(path, [&s](const httplib::Request&, httplib::Response& res) {
+      if (s.draining.load()) return send_error(res, unavailable("shutting_down", "the server is shutting down"));
+      if (!s.service()) return send_error(res, unavailable("loading", "the model is still loading"));
+      send_json(res, {{"status", "ok"}});
     });
-  });
-  s.http.Get(R"(/v1/models/(.+))", [&s](const httplib::Request& req, httplib::Response& res) {
-    guarded(res, [&] {
-      const ModelInfo info = require_service(s)->model_info();
-      if (req.matches[1] != info.id) throw not_found("model '" + sanitize_utf8(req.matches[1].str()) + "' does not exist");
-      send_json(res, model_json(info));
+  }
+  for (const char* path : {"/v1/models", "/models"}) {
+    s.http.Get(path, [&s](const httplib::Request&, httplib::Response& res) {
+      guarded(res, [&] {
+        send_json(res, {{"object", "list"}, {"data", json::array({model_json(require_service(s)->model_info())})}});
+      });
     });
-  });
+  }
+  for (const char* pattern : {R"(/v1/models/(.+))", R"(/models/(.+))"}) {
+    s.http.Get(pattern, [&s](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] {
+        const ModelInfo info = require_service(s)->model_info();
+        if (req.matches[1] != info.id) throw not_found("model '" + sanitize_utf8(req.matches[1].str()) + "' does not exist");
+        send_json(res, model_json(info));
+      });
+    });
+  }
   s.http.Get("/props", [&s](const httplib::Request&, httplib::Response& res) {
     guarded(res, [&] { send_json(res, props_json(require_service(s)->model_info())); });
   });

@@ -397,6 +397,22 @@ TEST_F(HttpServerTest, ApiKeyGuardsEveryRouteButHealth) {
   r = c.Get("/health");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+  // llama-server's spellings: /v1/health is open too; /models is not; X-Api-Key is a key.
+  r = c.Get("/v1/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = c.Get("/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/models", {{"X-Api-Key", "sekret"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = c.Get("/models", {{"X-Api-Key", "wrong"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Post("/chat/completions", kChat, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
 }
 
 // Browsers: an allowed origin gets CORS headers on every response (errors and 401s
@@ -457,6 +473,22 @@ TEST_F(HttpServerTest, InfoRoutes) {
   r = c.Get("/v1/models/other");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  // llama-server also serves these without the /v1 prefix.
+  r = c.Get("/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "fake-model");
+  r = c.Get("/models/fake-model");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  {
+    int st = 0;
+    json j = post_json("/chat/completions", kChat, &st);
+    EXPECT_EQ(st, 200);
+    EXPECT_EQ(j["object"], "chat.completion");
+    j = post_json("/completions", R"({"prompt":"Once","max_tokens":3})", &st);
+    EXPECT_EQ(st, 200);
+    EXPECT_EQ(j["object"], "text_completion");
+  }
   r = c.Get("/props");  // llama-server's, as its web UI reads it
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
