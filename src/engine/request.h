@@ -55,6 +55,7 @@ struct Event {
   std::vector<TokenLogprob> prompt_logprobs;
   // kFinish:
   FinishReason reason = FinishReason::kStop;
+  std::string stop_word;  // kStop by a stop string: that string (empty: end of generation)
   std::string error;  // for kError: what failed, naming the cause
   Usage usage;
 };

@@ -51,6 +51,7 @@ void Slot::finish(FinishReason reason, const std::string& error) {
   Event done;
   done.reason = reason;
   done.error = error;
+  if (reason == FinishReason::kStop) done.stop_word = stop->matched();
   done.usage.prompt_tokens = n_prompt;
   done.usage.completion_tokens = n_generated;
   done.usage.cached_tokens = n_cached;

@@ -15,7 +15,11 @@ StopMatcher::Result StopMatcher::push(std::string_view text) {
   if (stopped_) return result;
   pending_.append(text);
   size_t first = std::string::npos;
-  for (const std::string& stop : stops_) first = std::min(first, pending_.find(stop));
+  for (const std::string& stop : stops_) {
+    // The earliest occurrence wins; at a tie, the first listed.
+    const size_t at = pending_.find(stop);
+    if (at < first) first = at, matched_ = stop;
+  }
   if (first != std::string::npos) {
     result.emit = pending_.substr(0, first);
     result.stopped = stopped_ = true;

@@ -8,6 +8,8 @@
 //    set and `emit` is the text before its first occurrence; the matcher then stays
 //    stopped and returns nothing more.
 //  - flush() returns the held-back tail at the end of a response that did not stop.
+//  - matched() is the stop string that stopped it (the earliest occurrence; at a tie, the
+//    first listed); empty while not stopped.
 //  - Cuts fall on UTF-8 character boundaries when the stop strings are valid UTF-8 (a
 //    held tail always begins where a stop string begins).
 //  - Not thread-safe; one per response.
@@ -30,6 +32,7 @@ class StopMatcher {
   Result push(std::string_view text);
   std::string flush();
   bool stopped() const { return stopped_; }
+  const std::string& matched() const { return matched_; }
   size_t held_bytes() const { return pending_.size(); }
 
  private:
@@ -38,6 +41,7 @@ class StopMatcher {
   std::vector<std::string> stops_;
   std::string pending_;  // text not yet emitted: shorter than the longest stop string
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace keel::engine

@@ -180,6 +180,7 @@ TEST(EngineStop, StopStringAcrossTokensIsNeverEmitted) {
   Outcome out = collect(h);
   EXPECT_EQ(out.reason, FinishReason::kStop);
   EXPECT_EQ(out.text, " the cat sa");
+  EXPECT_EQ(out.stop_word, "t on t");  // which stop string ended it
   EXPECT_EQ(out.tokens.size(), 5u);  // the token completing the stop is reported
   expect_matches(out, oracle(*rig.fake, req, rig.options.n_ctx), "stop");
 
@@ -187,7 +188,10 @@ TEST(EngineStop, StopStringAcrossTokensIsNeverEmitted) {
   Request tail = make_request({1, 2, 3}, 3);
   tail.stop = {" on the"};  // the text ends in " sat" + nothing: " on" never arrives
   RequestHandle t = rig.engine->submit(tail);
-  EXPECT_EQ(collect(t).text, " the cat sat");
+  const Outcome tail_out = collect(t);
+  EXPECT_EQ(tail_out.text, " the cat sat");
+  EXPECT_EQ(tail_out.reason, FinishReason::kLength);
+  EXPECT_EQ(tail_out.stop_word, "");
 }
 
 TEST(EngineLogprobs, ReportedPerToken) {

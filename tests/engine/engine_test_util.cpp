@@ -21,6 +21,7 @@ Outcome collect(RequestHandle& handle, std::chrono::milliseconds limit) {
     }
     ++out.finishes;
     out.reason = ev->reason;
+    out.stop_word = ev->stop_word;
     out.error = ev->error;
     out.usage = ev->usage;
     break;

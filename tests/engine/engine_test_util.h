@@ -17,6 +17,7 @@ struct Outcome {
   std::vector<int32_t> tokens;
   std::string text;
   FinishReason reason = FinishReason::kError;
+  std::string stop_word;  // the finish event's
   std::string error;
   Usage usage;
   int finishes = 0;       // must be exactly 1

@@ -40,6 +40,26 @@ TEST(StopMatcher, EarliestOfSeveralStopsWins) {
   EXPECT_EQ(run({"de", "bcx"}, {"ab", "c", "de"}), std::make_pair(std::string("abc"), true));
 }
 
+// matched(): the stop string that stopped the text (the earliest; at a tie the first
+// listed), empty until then and when the text ends without one.
+TEST(StopMatcher, MatchedNamesTheStopStringThatStopped) {
+  auto matched = [](std::vector<std::string> stops, std::vector<std::string> pieces) {
+    StopMatcher m(std::move(stops));
+    for (const std::string& p : pieces) {
+      if (m.push(p).stopped) return m.matched();
+      EXPECT_EQ(m.matched(), "");
+    }
+    m.flush();
+    return m.matched();
+  };
+  EXPECT_EQ(matched({"cd", "bcde"}, {"abcdef"}), "bcde");
+  EXPECT_EQ(matched({"bcde", "cd"}, {"ab", "c", "de"}), "bcde");
+  EXPECT_EQ(matched({"de", "bcx"}, {"ab", "c", "de"}), "de");
+  EXPECT_EQ(matched({"bc", "bcd"}, {"abcd"}), "bc");  // same start: the first listed
+  EXPECT_EQ(matched({"bcd", "bc"}, {"abcd"}), "bcd");
+  EXPECT_EQ(matched({"zz"}, {"abc"}), "");
+}
+
 TEST(StopMatcher, OverlappingPrefixesHoldTheLongestPossibleStart) {
   // "aab" inside "aaab": the held tail must restart correctly.
   EXPECT_EQ(run({"aab"}, {"a", "a", "a", "b"}), std::make_pair(std::string("a"), true));
