@@ -180,6 +180,7 @@ HttpServer::HttpServer(const ServerOptions& options) : state_(std::make_unique<S
   install_hooks(*state_);
   add_completion_routes(*state_);
   add_info_routes(*state_);
+  add_llama_routes(*state_);
 }
 
 HttpServer::~HttpServer() { stop_listening(); }

@@ -91,5 +91,6 @@ std::shared_ptr<InferenceService> require_service(const HttpServer::State& state
 
 void add_completion_routes(HttpServer::State& state);
 void add_info_routes(HttpServer::State& state);
+void add_llama_routes(HttpServer::State& state);  // POST /completion (routes_llama.cpp)
 
 }  // namespace keel::server

@@ -8,10 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "fake_service.h"
+#include "http_fixture.h"
 #include "raw_http.h"
-#include "server/http_server.h"
-#include "server/json_io.h"
 
 namespace keel::server {
 namespace {
@@ -20,61 +18,6 @@ using test::RawConnection;
 using test::ScriptedSource;
 using test::SharedSource;
 using engine::FinishReason;
-
-// Waits (bounded) for a condition another thread makes true.
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
-class HttpServerTest : public ::testing::Test {
- protected:
-  void start(ServerOptions o = {}, bool ready = true) {
-    o.port = 0;
-    o.heartbeat_seconds = 0.02;
-    o.max_inflight = o.max_inflight == 64 ? 4 : o.max_inflight;
-    server_ = std::make_unique<HttpServer>(o);
-    port_ = server_->bind();
-    service_ = std::make_shared<test::FakeService>();
-    if (ready) server_->set_service(service_);
-    thread_ = std::thread([this] { server_->run(); });
-  }
-  void TearDown() override {
-    if (server_) server_->shutdown(std::chrono::milliseconds(200));
-    if (thread_.joinable()) thread_.join();
-  }
-  httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(20, 0);
-    return c;
-  }
-  json post_json(const std::string& path, const std::string& body, int* status) {
-    auto c = client();
-    auto res = c.Post(path.c_str(), body, "application/json");
-    if (!res) {
-      *status = -1;
-      return {};
-    }
-    *status = res->status;
-    return json::parse(res->body);
-  }
-  // Installs a source the test controls for the next submit.
-  std::shared_ptr<ScriptedSource> script_next() {
-    auto s = std::make_shared<ScriptedSource>();
-    service_->on_submit = [s](engine::Request) { return std::make_unique<SharedSource>(s); };
-    return s;
-  }
-
-  std::unique_ptr<HttpServer> server_;
-  std::shared_ptr<test::FakeService> service_;
-  std::thread thread_;
-  int port_ = 0;
-};
 
 const std::string kChat = R"({"model":"x","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
 

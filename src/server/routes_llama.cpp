@@ -1,0 +1,197 @@
+// POST /completion: llama-server's own completion route (its native clients and text
+// front ends use it). The request is read by llama_request.h and runs exactly as a
+// /v1/completions request of one prompt and one choice; only the response is written in
+// llama-server's shape:
+//  - whole: {"content", "tokens", "stop": true, "stop_type": eos | word | limit,
+//    "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "prompt",
+//    "generation_settings", "timings", "completion_probabilities" (n_probs), ...};
+//  - streamed: `data: {"content", "tokens", "stop": false, ...}` per piece of text, then the
+//    whole object with empty content and "stop": true. No `data: [DONE]` (llama-server
+//    sends none); an error after the headers is a `data: {"error": ...}` event.
+#include <string>
+
+#include "core/log.h"
+#include "server/completion_call.h"
+#include "server/llama_request.h"
+#include "server/sse.h"
+
+namespace keel::server {
+namespace {
+
+using engine::Event;
+using engine::FinishReason;
+
+// What the response needs beyond the Call.
+struct LlamaResponse {
+  std::string model;
+  std::string prompt;  // the prompt as text
+  int32_t n_probs = 0;
+  bool return_tokens = false;
+  json settings;  // generation_settings
+  std::function<std::string(int32_t)> piece;
+};
+
+json piece_json(int32_t id, const std::string& piece, float logprob) {
+  json bytes = json::array();
+  for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
+  return {{"id", id}, {"token", sanitize_utf8(piece)}, {"bytes", std::move(bytes)}, {"logprob", logprob}};
+}
+
+json probabilities_json(const LlamaResponse& r, const std::vector<engine::TokenLogprob>& logprobs) {
+  json out = json::array();
+  for (const engine::TokenLogprob& lp : logprobs) {
+    json entry = piece_json(lp.token, lp.text, lp.logprob);
+    json top = json::array();
+    for (const auto& [id, logprob] : lp.top) top.push_back(piece_json(id, r.piece(id), logprob));
+    entry["top_logprobs"] = std::move(top);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+const char* stop_type(const Event& finish) {
+  if (finish.reason == FinishReason::kLength) return "limit";
+  return finish.stop_word.empty() ? "eos" : "word";
+}
+
+json partial_json(const LlamaResponse& r, const Event& ev, int64_t predicted, int64_t evaluated) {
+  json out = {{"index", 0},
+              {"content", ev.text},
+              {"tokens", r.return_tokens ? json(ev.tokens) : json::array()},
+              {"stop", false},
+              {"id_slot", -1},
+              {"tokens_predicted", predicted},
+              {"tokens_evaluated", evaluated}};
+  if (r.n_probs > 0 && !ev.logprobs.empty()) out["completion_probabilities"] = probabilities_json(r, ev.logprobs);
+  return out;
+}
+
+// The closing object: `text` and `tokens` are the whole output (streamed: empty, sent already).
+json final_json(const LlamaResponse& r, const std::string& text, const std::vector<int32_t>& tokens,
+                const Event& finish) {
+  const engine::Usage& u = finish.usage;
+  return {{"index", 0},
+          {"content", text},
+          {"tokens", r.return_tokens ? json(tokens) : json::array()},
+          {"id_slot", -1},
+          {"stop", true},
+          {"model", r.model},
+          {"tokens_predicted", u.completion_tokens},
+          {"tokens_evaluated", u.prompt_tokens},
+          {"generation_settings", r.settings},
+          {"prompt", r.prompt},
+          {"has_new_line", text.find('\n') != std::string::npos},
+          {"truncated", false},
+          {"stop_type", stop_type(finish)},
+          {"stopping_word", finish.stop_word},
+          // The slot's cache after the reply: the prompt and every token but the last.
+          {"tokens_cached", std::max<int64_t>(0, u.prompt_tokens + u.completion_tokens - 1)},
+          {"timings", timings_json(u)}};
+}
+
+json settings_json(const CompletionRequest& req, int32_t n_probs) {
+  const engine::Request& g = req.generation;
+  const sampling::SamplingParams& s = g.sampling;
+  json out = {{"n_predict", g.max_tokens},      {"temperature", s.temperature},
+              {"top_k", s.top_k},               {"top_p", s.top_p},
+              {"min_p", s.min_p},               {"typical_p", s.typical_p},
+              {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.penalty_last_n},
+              {"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty},
+              {"stop", g.stop},                 {"ignore_eos", g.ignore_eos},
+              {"n_probs", n_probs},             {"stream", req.stream}};
+  if (req.seed_given) out["seed"] = s.seed;
+  return out;
+}
+
+void stream_llama(HttpServer::State& s, std::shared_ptr<Call> call, std::shared_ptr<const LlamaResponse> r,
+                  httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider("text/event-stream", [&s, call, r](size_t, httplib::DataSink& sink) {
+    s.counters.stream_started();
+    struct Ended { HttpServer::State& s; ~Ended() { s.counters.stream_ended(); } } ended{s};
+    const int64_t evaluated = static_cast<int64_t>(call->prompts.front().size());
+    int64_t predicted = 0;
+    PumpStats stats;
+    auto on_event = [&](size_t, const Event& ev) -> WriteResult {
+      std::string out;
+      predicted += static_cast<int64_t>(ev.tokens.size());
+      if (!ev.text.empty() || !ev.tokens.empty()) out = sse_data(partial_json(*r, ev, predicted, evaluated));
+      bool end = false;
+      if (ev.kind == Event::Kind::kFinish) {
+        if (normal_finish(ev.reason)) {
+          out += sse_data(final_json(*r, "", {}, ev));
+        } else {
+          out += sse_data(finish_error(ev, s.options).to_json());
+          end = true;
+        }
+      }
+      if (out.empty()) return WriteResult::kNothing;
+      if (!sink.write(out.data(), out.size())) return WriteResult::kFailed;
+      return end ? WriteResult::kEnd : WriteResult::kWrote;
+    };
+    auto on_idle = [&] { return sink.write(kSseHeartbeat.data(), kSseHeartbeat.size()); };
+    const bool ok = pump_choices(call->sources(), pump_options(s.options), on_event, on_idle, &stats) ==
+                    PumpResult::kFinished;
+    s.counters.add_heartbeats(stats.heartbeats);
+    if (!ok) {
+      s.counters.count_disconnect();
+      log_info("server: client gone during /completion stream; request cancelled");
+      return false;
+    }
+    sink.done();
+    return true;
+  });
+}
+
+void respond_llama_whole(HttpServer::State& s, Call& call, const LlamaResponse& r, httplib::Response& res) {
+  std::vector<Collected> cs;
+  collect(s, call, &cs, [] { return true; });
+  const Collected& c = cs.front();
+  if (!c.finish || !normal_finish(c.finish->reason)) {
+    send_error(res, c.finish ? finish_error(*c.finish, s.options) : internal_error("request ended without a finish"));
+    return;
+  }
+  json body = final_json(r, c.text, c.tokens, *c.finish);
+  if (r.n_probs > 0) body["completion_probabilities"] = probabilities_json(r, c.logprobs);
+  send_json(res, body);
+}
+
+void handle_llama_completion(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  try {
+    auto service = require_service(s);
+    const ModelInfo info = service->model_info();
+    RequestLimits limits;
+    limits.n_vocab = info.n_vocab;
+    LlamaCompletionRequest parsed = parse_llama_completion(parse_body(req.body), limits, req.body);
+    auto call = submit_call(s, parsed.request);
+    auto r = std::make_shared<LlamaResponse>();
+    r->model = info.id;
+    const PromptInput& in = parsed.request.prompts.front();
+    r->prompt = in.text ? *in.text : service->detokenize(call->prompts.front());
+    r->n_probs = parsed.n_probs;
+    r->return_tokens = parsed.return_tokens;
+    r->settings = settings_json(parsed.request, parsed.n_probs);
+    r->piece = [service](int32_t t) { return service->token_piece(t); };
+    if (parsed.request.stream) {
+      stream_llama(s, std::move(call), std::move(r), res);
+    } else {
+      respond_llama_whole(s, *call, *r, res);
+    }
+  } catch (const keel::Error& e) {
+    send_error(res, from_error(e));
+  } catch (const std::exception& e) {
+    log_error(std::string("server: /completion handler: ") + e.what());
+    send_error(res, internal_error(std::string("internal error: ") + e.what()));
+  }
+}
+
+}  // namespace
+
+void add_llama_routes(HttpServer::State& s) {
+  s.http.Post("/completion", [&s](const httplib::Request& req, httplib::Response& res) {
+    handle_llama_completion(s, req, res);
+  });
+}
+
+}  // namespace keel::server
