@@ -52,6 +52,30 @@ ModelInfo EngineService::model_info() const {
   return info;
 }
 
+chat::RenderOptions EngineService::render_options(const CompletionRequest& request) const {
+  const tokenizer::Tokenizer& tok = *parts_.tokenizer;
+  chat::RenderOptions options;
+  // tool_choice "none": the model is not shown the functions (history still renders).
+  if (request.tool_choice != ToolChoice::kNone) options.tools = request.tools;
+  if (!request.reasoning_effort.empty()) options.harmony.reasoning_effort = request.reasoning_effort;
+  options.add_generation_prompt = true;
+  if (tok.add_bos_default()) options.bos_token = special_text(tok, tok.special_ids().bos);
+  options.eos_token = special_text(tok, tok.special_ids().eos);
+  return options;
+}
+
+std::string EngineService::chat_prompt(const CompletionRequest& request) const {
+  std::vector<chat::Message> messages;
+  messages.reserve(request.messages.size());
+  for (const ChatMessage& m : request.messages) {
+    chat::Message msg(chat::parse_role(m.role), m.content, m.name);
+    msg.tool_calls = m.tool_calls;
+    msg.tool_call_id = m.tool_call_id;
+    messages.push_back(std::move(msg));
+  }
+  return chat::render_chat(parts_.chat_family, messages, render_options(request)) + request.assistant_prefix;
+}
+
 std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& request, size_t prompt) const {
   const tokenizer::Tokenizer& tok = *parts_.tokenizer;
   if (request.endpoint == Endpoint::kCompletion) {
@@ -72,22 +96,8 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
     if (!p.text) return p.tokens;
     return tok.encode(*p.text, {});
   }
-  std::vector<chat::Message> messages;
-  messages.reserve(request.messages.size());
-  for (const ChatMessage& m : request.messages) {
-    chat::Message msg(chat::parse_role(m.role), m.content, m.name);
-    msg.tool_calls = m.tool_calls;
-    msg.tool_call_id = m.tool_call_id;
-    messages.push_back(std::move(msg));
-  }
-  chat::RenderOptions options;
-  // tool_choice "none": the model is not shown the functions (history still renders).
-  if (request.tool_choice != ToolChoice::kNone) options.tools = request.tools;
-  if (!request.reasoning_effort.empty()) options.harmony.reasoning_effort = request.reasoning_effort;
-  options.add_generation_prompt = true;
-  if (tok.add_bos_default()) options.bos_token = special_text(tok, tok.special_ids().bos);
-  options.eos_token = special_text(tok, tok.special_ids().eos);
-  const std::string text = chat::render_chat(parts_.chat_family, messages, options) + request.assistant_prefix;
+  const chat::RenderOptions options = render_options(request);
+  const std::string text = chat_prompt(request);
   tokenizer::EncodeOptions encode;
   // Families whose format starts with BOS wrote it; the others (ChatML) get the
   // vocabulary's default, so BOS is never doubled nor lost.

@@ -27,18 +27,6 @@ json props_json(const ModelInfo& info) {
           {"build_info", "keel"}};
 }
 
-// Runs `body` and turns any keel::Error into an OpenAI error response.
-template <typename Fn>
-void guarded(httplib::Response& res, Fn&& body) {
-  try {
-    body();
-  } catch (const keel::Error& e) {
-    send_error(res, from_error(e));
-  } catch (const std::exception& e) {
-    send_error(res, internal_error(std::string("internal error: ") + e.what()));
-  }
-}
-
 void tokenize_route(const HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
   auto service = require_service(s);
   const json body = parse_body(req.body);

@@ -1,3 +1,5 @@
+// POST /apply-template: a chat request's prompt as the model's template renders it
+// ({"prompt": text}), nothing generated.
 // POST /completion: llama-server's own completion route (its native clients and text
 // front ends use it). The request is read by llama_request.h and runs exactly as a
 // /v1/completions request of one prompt and one choice; only the response is written in
@@ -186,9 +188,21 @@ void handle_llama_completion(HttpServer::State& s, const httplib::Request& req, 
   }
 }
 
+void apply_template(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  auto service = require_service(s);
+  RequestLimits limits;
+  limits.n_vocab = service->model_info().n_vocab;
+  CompletionRequest request = parse_chat_request(parse_body(req.body), limits, req.body);
+  plan_tool_calls(&request, service->model_info().tool_syntax);  // as submit_call renders it
+  send_json(res, {{"prompt", sanitize_utf8(service->chat_prompt(request))}});
+}
+
 }  // namespace
 
 void add_llama_routes(HttpServer::State& s) {
+  s.http.Post("/apply-template", [&s](const httplib::Request& req, httplib::Response& res) {
+    guarded(res, [&] { apply_template(s, req, res); });
+  });
   s.http.Post("/completion", [&s](const httplib::Request& req, httplib::Response& res) {
     handle_llama_completion(s, req, res);
   });

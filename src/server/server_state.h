@@ -89,6 +89,18 @@ void send_error(httplib::Response& res, const ApiError& error);
 // The loaded model's service, or throws ApiError 503 while loading / shutting down.
 std::shared_ptr<InferenceService> require_service(const HttpServer::State& state);
 
+// Runs `body` and turns any keel::Error into an OpenAI error response.
+template <typename Fn>
+void guarded(httplib::Response& res, Fn&& body) {
+  try {
+    body();
+  } catch (const keel::Error& e) {
+    send_error(res, from_error(e));
+  } catch (const std::exception& e) {
+    send_error(res, internal_error(std::string("internal error: ") + e.what()));
+  }
+}
+
 void add_completion_routes(HttpServer::State& state);
 void add_info_routes(HttpServer::State& state);
 void add_llama_routes(HttpServer::State& state);  // POST /completion (routes_llama.cpp)

@@ -57,6 +57,9 @@ class InferenceService {
   // given).
   // `prompt`: which of a completion request's prompts (ignored for chat).
   virtual std::vector<int32_t> prompt_tokens(const CompletionRequest& request, size_t prompt = 0) const = 0;
+  // A chat request's prompt as text: the template rendered as prompt_tokens() renders it
+  // (generation prompt, tools, assistant_prefix), before tokenization.
+  virtual std::string chat_prompt(const CompletionRequest& request) const = 0;
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special,
                                         bool parse_special) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) const = 0;

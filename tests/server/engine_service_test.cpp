@@ -108,6 +108,12 @@ TEST_F(EngineServiceTest, InfoTokenizeAndChatPrompt) {
   ASSERT_FALSE(tokens.empty());
   EXPECT_EQ(tokens[0], 1);  // BOS, written by the template, not doubled
   EXPECT_NE(tokens[1], 1);
+  // chat_prompt() is that prompt as text: it tokenizes (specials parsed) to the same ids.
+  const std::string text = service_->chat_prompt(chat);
+  EXPECT_NE(text.find("Hi"), std::string::npos) << text;
+  std::vector<int32_t> again = service_->tokenize(text, false, true);
+  if (again.empty() || again[0] != 1) again.insert(again.begin(), 1);
+  EXPECT_EQ(again, tokens) << text;
 }
 
 TEST(EngineServiceHarmony, HarmonyOutputNeedsTheMarkersInTheVocabulary) {

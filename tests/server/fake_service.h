@@ -122,6 +122,11 @@ class FakeService : public InferenceService {
     for (unsigned char c : text) out.push_back(c);
     return out;
   }
+  std::string chat_prompt(const CompletionRequest& r) const override {
+    std::string text;
+    for (const auto& m : r.messages) text += m.role + ": " + m.content + "\n";
+    return text + r.assistant_prefix;
+  }
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool) const override {
     std::vector<int32_t> out;
     if (add_special) out.push_back(1);

@@ -183,5 +183,20 @@ TEST_F(LlamaRouteTest, WhatKeelCannotDoIsA400AndTheServerStaysUp) {
   EXPECT_EQ(ok["content"], "Hello");
 }
 
+// /apply-template: the prompt a chat request renders to, as text; nothing is generated.
+TEST_F(LlamaRouteTest, ApplyTemplateRendersWithoutGenerating) {
+  start();
+  int status = 0;
+  const json j = post_json("/apply-template",
+                           R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]})",
+                           &status);
+  ASSERT_EQ(status, 200) << j.dump();
+  EXPECT_EQ(j["prompt"], "system: Be brief.\nuser: Hi\n");
+  EXPECT_EQ(service_->submitted.load(), 0);
+  const json bad = post_json("/apply-template", R"({"messages":[]})", &status);
+  EXPECT_EQ(status, 400) << bad.dump();
+  EXPECT_EQ(bad["error"]["param"], "messages");
+}
+
 }  // namespace
 }  // namespace keel::server
