@@ -76,6 +76,24 @@ std::string EngineService::chat_prompt(const CompletionRequest& request) const {
   return chat::render_chat(parts_.chat_family, messages, render_options(request)) + request.assistant_prefix;
 }
 
+namespace {
+
+// The FIM prompt, or a 400 naming `param` when the vocabulary has no FIM tokens.
+std::vector<int32_t> fim_tokens(const tokenizer::Tokenizer& tok, const tokenizer::FimRequest& r, const char* param) {
+  auto fim = tokenizer::fill_in_middle(tok, r);
+  if (!fim) {
+    throw bad_request(param, std::string("'") + param + "' needs a fill-in-the-middle model: this vocabulary has no FIM "
+                             "tokens (<|fim_prefix|>, <fim_prefix>, <｜fim▁begin｜> or <PRE> and their pairs)", "unsupported");
+  }
+  return *fim;
+}
+
+}  // namespace
+
+std::vector<int32_t> EngineService::infill_tokens(const tokenizer::FimRequest& request) const {
+  return fim_tokens(*parts_.tokenizer, request, "input_prefix");
+}
+
 std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& request, size_t prompt) const {
   const tokenizer::Tokenizer& tok = *parts_.tokenizer;
   if (request.endpoint == Endpoint::kCompletion) {
@@ -86,12 +104,10 @@ std::vector<int32_t> EngineService::prompt_tokens(const CompletionRequest& reque
     const PromptInput& p = request.prompts[prompt];
     if (request.suffix) {
       if (!p.text) throw bad_request("suffix", "'suffix' needs text prompts (the middle is filled between texts)");
-      auto fim = tokenizer::fill_in_middle(tok, *p.text, *request.suffix);
-      if (!fim) {
-        throw bad_request("suffix", "'suffix' needs a fill-in-the-middle model: this vocabulary has no FIM tokens "
-                                    "(<|fim_prefix|>, <fim_prefix>, <｜fim▁begin｜> or <PRE> and their pairs)", "unsupported");
-      }
-      return *fim;
+      tokenizer::FimRequest fim;
+      fim.prefix = *p.text;
+      fim.suffix = *request.suffix;
+      return fim_tokens(tok, fim, "suffix");
     }
     if (!p.text) return p.tokens;
     return tok.encode(*p.text, {});

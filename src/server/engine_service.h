@@ -37,6 +37,7 @@ class EngineService : public InferenceService {
   ModelInfo model_info() const override;
   std::vector<int32_t> prompt_tokens(const CompletionRequest& request, size_t prompt = 0) const override;
   std::string chat_prompt(const CompletionRequest& request) const override;
+  std::vector<int32_t> infill_tokens(const tokenizer::FimRequest& request) const override;
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const override;
   std::string detokenize(const std::vector<int32_t>& tokens) const override;
   std::string token_piece(int32_t token) const override;

@@ -1,5 +1,6 @@
 // POST /apply-template: a chat request's prompt as the model's template renders it
 // ({"prompt": text}), nothing generated.
+// POST /infill: editors' code completion (fill in the middle), run as /completion.
 // POST /completion: llama-server's own completion route (its native clients and text
 // front ends use it). The request is read by llama_request.h and runs exactly as a
 // /v1/completions request of one prompt and one choice; only the response is written in
@@ -15,6 +16,7 @@
 #include "core/log.h"
 #include "server/completion_call.h"
 #include "server/llama_request.h"
+#include "server/json_fields.h"
 #include "server/sse.h"
 
 namespace keel::server {
@@ -159,33 +161,74 @@ void respond_llama_whole(HttpServer::State& s, Call& call, const LlamaResponse& 
   send_json(res, body);
 }
 
-void handle_llama_completion(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
-  try {
-    auto service = require_service(s);
-    const ModelInfo info = service->model_info();
-    RequestLimits limits;
-    limits.n_vocab = info.n_vocab;
-    LlamaCompletionRequest parsed = parse_llama_completion(parse_body(req.body), limits, req.body);
-    auto call = submit_call(s, parsed.request);
-    auto r = std::make_shared<LlamaResponse>();
-    r->model = info.id;
-    const PromptInput& in = parsed.request.prompts.front();
-    r->prompt = in.text ? *in.text : service->detokenize(call->prompts.front());
-    r->n_probs = parsed.n_probs;
-    r->return_tokens = parsed.return_tokens;
-    r->settings = settings_json(parsed.request, parsed.n_probs);
-    r->piece = [service](int32_t t) { return service->token_piece(t); };
-    if (parsed.request.stream) {
-      stream_llama(s, std::move(call), std::move(r), res);
-    } else {
-      respond_llama_whole(s, *call, *r, res);
-    }
-  } catch (const keel::Error& e) {
-    send_error(res, from_error(e));
-  } catch (const std::exception& e) {
-    log_error(std::string("server: /completion handler: ") + e.what());
-    send_error(res, internal_error(std::string("internal error: ") + e.what()));
+// Runs a /completion body (`raw`: its text, for JSON Schema key order) and writes the reply.
+void run_llama_completion(HttpServer::State& s, const json& body, std::string_view raw, httplib::Response& res) {
+  auto service = require_service(s);
+  const ModelInfo info = service->model_info();
+  RequestLimits limits;
+  limits.n_vocab = info.n_vocab;
+  LlamaCompletionRequest parsed = parse_llama_completion(body, limits, raw);
+  auto call = submit_call(s, parsed.request);
+  auto r = std::make_shared<LlamaResponse>();
+  r->model = info.id;
+  const PromptInput& in = parsed.request.prompts.front();
+  r->prompt = in.text ? *in.text : service->detokenize(call->prompts.front());
+  r->n_probs = parsed.n_probs;
+  r->return_tokens = parsed.return_tokens;
+  r->settings = settings_json(parsed.request, parsed.n_probs);
+  r->piece = [service](int32_t t) { return service->token_piece(t); };
+  if (parsed.request.stream) {
+    stream_llama(s, std::move(call), std::move(r), res);
+  } else {
+    respond_llama_whole(s, *call, *r, res);
   }
+}
+
+// POST /infill (llama-server's, for editors' code completion): input_prefix, input_suffix,
+// input_extra ([{filename, text}], other files' context), and prompt (text the middle
+// starts with) become a fill-in-the-middle prompt (tokenizer/fill_in_middle.h) that runs as
+// /completion with the body's other fields. As llama-server fits it: with B = min(2048,
+// ctx / 2), the prefix keeps its last 3B/4 tokens, the suffix its first B/4 - 2 - |prompt|,
+// the context its last ctx - B - 2 n_predict.
+void handle_infill(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  auto service = require_service(s);
+  json body = parse_body(req.body);
+  const JsonFields f(body);
+  auto text_field = [&](const char* name) {
+    const json* v = f.get(name);
+    if (v && !v->is_string()) throw bad_request(name, std::string("'") + name + "' must be a string, got " + describe(*v), "invalid_type");
+    return v ? v->get<std::string>() : std::string();
+  };
+  const std::string prefix = text_field("input_prefix"), suffix = text_field("input_suffix"), middle = text_field("prompt");
+  std::vector<std::pair<std::string, std::string>> chunks;  // (filename, text)
+  if (const json* extra = f.get("input_extra")) {
+    if (!extra->is_array()) throw bad_request("input_extra", "'input_extra' must be an array of {filename, text}", "invalid_type");
+    for (const json& c : *extra) {
+      const json* t = c.is_object() ? JsonFields(c).get("text") : nullptr;
+      const json* n = c.is_object() ? JsonFields(c).get("filename") : nullptr;
+      if (!t || !t->is_string() || (n && !n->is_string())) {
+        throw bad_request("input_extra", "'input_extra' entries must be {\"filename\": string, \"text\": string}, got " +
+                                             describe(c), "invalid_type");
+      }
+      chunks.emplace_back(n ? n->get<std::string>() : std::string(), t->get<std::string>());
+    }
+  }
+  const int64_t n_ctx = service->model_info().n_ctx;
+  const json* n_predict = f.get("n_predict") ? f.get("n_predict") : f.get("max_tokens");
+  const int64_t predict = n_predict && as_integer(*n_predict) ? std::max<int64_t>(0, *as_integer(*n_predict)) : 0;
+  const int64_t batch = std::min<int64_t>(2048, n_ctx / 2);
+  tokenizer::FimRequest fim;
+  fim.prefix = prefix;
+  fim.suffix = suffix;
+  fim.middle = middle;
+  for (const auto& [name, text] : chunks) fim.extra.push_back({name, text});
+  const int64_t middle_tokens = static_cast<int64_t>(service->tokenize(middle, false, false).size());
+  fim.prefix_max = 3 * batch / 4;
+  fim.suffix_max = std::max<int64_t>(0, batch / 4 - (2 + middle_tokens));
+  fim.extra_max = std::max<int64_t>(0, n_ctx - batch - 2 * predict);
+  body["prompt"] = service->infill_tokens(fim);
+  for (const char* k : {"input_prefix", "input_suffix", "input_extra"}) body.erase(k);
+  run_llama_completion(s, body, {}, res);
 }
 
 void apply_template(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
@@ -204,7 +247,10 @@ void add_llama_routes(HttpServer::State& s) {
     guarded(res, [&] { apply_template(s, req, res); });
   });
   s.http.Post("/completion", [&s](const httplib::Request& req, httplib::Response& res) {
-    handle_llama_completion(s, req, res);
+    guarded(res, [&] { run_llama_completion(s, parse_body(req.body), req.body, res); });
+  });
+  s.http.Post("/infill", [&s](const httplib::Request& req, httplib::Response& res) {
+    guarded(res, [&] { handle_infill(s, req, res); });
   });
 }
 

@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "server/event_pump.h"
 #include "server/openai_request.h"
+#include "tokenizer/fill_in_middle.h"
 
 namespace keel::server {
 
@@ -60,6 +61,9 @@ class InferenceService {
   // A chat request's prompt as text: the template rendered as prompt_tokens() renders it
   // (generation prompt, tools, assistant_prefix), before tokenization.
   virtual std::string chat_prompt(const CompletionRequest& request) const = 0;
+  // llama-server's /infill prompt (tokenizer/fill_in_middle.h); ApiError 400 "unsupported"
+  // when the vocabulary has no fill-in-the-middle tokens.
+  virtual std::vector<int32_t> infill_tokens(const tokenizer::FimRequest& request) const = 0;
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special,
                                         bool parse_special) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) const = 0;

@@ -9,6 +9,13 @@
 // The prompt is prefix-suffix-middle order: [BOS] PRE prefix SUF suffix MID, the texts
 // encoded without special-token parsing (a user's "<fim_middle>" stays text).
 //
+// Repository-level context (llama-server's /infill `input_extra`): other files' text goes
+// before PRE. With a file-separator token (<|file_sep|>, <file_sep>, <|file_separator|>)
+// each chunk is SEP filename\n text, and the hole's own file gets SEP "filename\n" after
+// them; with a repo-name token (<|repo_name|>, <repo_name>, <reponame>) the context starts
+// REPO "myproject\n"; without a separator, chunks are joined by "\n\n--- snippet ---\n\n".
+// These are llama-server's spellings, so a model prompted by either server sees the same.
+//
 // Contract: fill_in_middle() returns nullopt when the vocabulary has none of the triples;
 // throws like Tokenizer::encode on invalid UTF-8. Pure; thread-safe.
 #pragma once
@@ -23,5 +30,21 @@ namespace keel::tokenizer {
 
 std::optional<std::vector<TokenId>> fill_in_middle(const Tokenizer& tok, std::string_view prefix,
                                                    std::string_view suffix);
+
+struct FimChunk {
+  std::string_view filename;
+  std::string_view text;
+};
+
+struct FimRequest {
+  std::string_view prefix, suffix;
+  std::vector<FimChunk> extra;  // repository context, oldest first
+  std::string_view middle;      // text the middle starts with (after MID)
+  // Token budgets (< 0: all): the prefix keeps its last `prefix_max` tokens, the suffix
+  // its first `suffix_max`, the repository context its last `extra_max`.
+  int64_t prefix_max = -1, suffix_max = -1, extra_max = -1;
+};
+
+std::optional<std::vector<TokenId>> fill_in_middle(const Tokenizer& tok, const FimRequest& request);
 
 }  // namespace keel::tokenizer

@@ -2,6 +2,8 @@
 // "model" tokenizes bytes (token id = byte value), so every route runs without a model.
 #pragma once
 
+#include <array>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -99,6 +101,7 @@ class FakeService : public InferenceService {
   engine::Request last_request;  // guarded by mutex_
   mutable std::mutex mutex_;
   std::atomic<bool> harmony{false};  // model_info().harmony_output
+  mutable std::array<int64_t, 3> last_fim_budgets{};  // prefix, suffix, extra of the last infill
 
   ModelInfo model_info() const override {
     ModelInfo info;
@@ -126,6 +129,20 @@ class FakeService : public InferenceService {
     std::string text;
     for (const auto& m : r.messages) text += m.role + ": " + m.content + "\n";
     return text + r.assistant_prefix;
+  }
+  // PRE=500 prefix SUF=501 suffix MID=502 middle (bytes as ids), the context's texts first.
+  std::vector<int32_t> infill_tokens(const tokenizer::FimRequest& r) const override {
+    last_fim_budgets = {r.prefix_max, r.suffix_max, r.extra_max};
+    std::vector<int32_t> out = {1};
+    auto bytes = [&](std::string_view t) { for (unsigned char c : t) out.push_back(c); };
+    for (const auto& c : r.extra) bytes(c.text);
+    out.push_back(500);
+    bytes(r.prefix);
+    out.push_back(501);
+    bytes(r.suffix);
+    out.push_back(502);
+    bytes(r.middle);
+    return out;
   }
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool) const override {
     std::vector<int32_t> out;

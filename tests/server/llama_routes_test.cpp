@@ -183,6 +183,33 @@ TEST_F(LlamaRouteTest, WhatKeelCannotDoIsA400AndTheServerStaysUp) {
   EXPECT_EQ(ok["content"], "Hello");
 }
 
+// /infill: the fill-in-the-middle prompt from the editor's fields (context chunks first,
+// the started middle last), fitted as llama-server fits it, then run as /completion.
+TEST_F(LlamaRouteTest, InfillBuildsTheFimPromptAndRunsAsCompletion) {
+  start();
+  int status = 0;
+  const json j = post_json("/infill",
+                           R"({"input_prefix":"ab","input_suffix":"cd","input_extra":[{"filename":"f.py","text":"xy"}],)"
+                           R"("prompt":"m","n_predict":3,"temperature":0})",
+                           &status);
+  ASSERT_EQ(status, 200) << j.dump();
+  EXPECT_EQ(j["content"], "Hello");
+  EXPECT_EQ(j["stop"], true);
+  {
+    std::lock_guard<std::mutex> lock(service_->mutex_);
+    EXPECT_EQ(service_->last_request.prompt,
+              (std::vector<int32_t>{1, 'x', 'y', 500, 'a', 'b', 501, 'c', 'd', 502, 'm'}));
+    EXPECT_EQ(service_->last_request.max_tokens, 3);
+  }
+  // n_ctx 256: B = 128; prefix 96, suffix 32 - 2 - |"m"| = 29, context 256 - 128 - 2 * 3 = 122.
+  EXPECT_EQ(service_->last_fim_budgets, (std::array<int64_t, 3>{96, 29, 122}));
+  for (const char* body : {R"({"input_prefix":5})", R"({"input_extra":{"text":"x"}})", R"({"input_extra":[{"text":1}]})",
+                           R"({"input_extra":[{"text":"x","filename":2}]})"}) {
+    const json e = post_json("/infill", body, &status);
+    EXPECT_EQ(status, 400) << body << " -> " << e.dump();
+  }
+}
+
 // /apply-template: the prompt a chat request renders to, as text; nothing is generated.
 TEST_F(LlamaRouteTest, ApplyTemplateRendersWithoutGenerating) {
   start();
