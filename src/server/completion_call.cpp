@@ -154,4 +154,29 @@ PumpResult collect(HttpServer::State& s, Call& call, std::vector<Collected>* out
 }
 
 
+std::optional<Collected> collect_single(HttpServer::State& s, Call& call, httplib::Response& res) {
+  std::vector<Collected> cs;
+  collect(s, call, &cs, [] { return true; });
+  Collected& c = cs.front();
+  if (!c.finish || !normal_finish(c.finish->reason)) {
+    send_error(res, c.finish ? finish_error(*c.finish, s.options) : internal_error("request ended without a finish"));
+    return std::nullopt;
+  }
+  return std::move(c);
+}
+
+void serve_event_stream(HttpServer::State& s, httplib::Response& res, std::function<bool(httplib::DataSink&)> body) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  // httplib sends the status line and headers before calling the provider.
+  res.set_chunked_content_provider("text/event-stream", [&s, body = std::move(body)](size_t, httplib::DataSink& sink) {
+    s.counters.stream_started();
+    struct Ended {
+      HttpServer::State& s;
+      ~Ended() { s.counters.stream_ended(); }
+    } ended{s};
+    return body(sink);
+  });
+}
+
 }  // namespace keel::server

@@ -110,4 +110,13 @@ struct Collected {
 
 PumpResult collect(HttpServer::State& s, Call& call, std::vector<Collected>* out, const std::function<bool()>& on_idle);
 
+// An SSE response: the headers go out at once (before any prefill), then `body(sink)` writes
+// the events, counted as an open stream in /metrics while it runs. `body` returns false when
+// the client is gone.
+void serve_event_stream(HttpServer::State& s, httplib::Response& res, std::function<bool(httplib::DataSink&)> body);
+
+// The whole reply of a call of one choice that finished normally; otherwise its error is
+// sent on `res` and nullopt returned.
+std::optional<Collected> collect_single(HttpServer::State& s, Call& call, httplib::Response& res);
+
 }  // namespace keel::server

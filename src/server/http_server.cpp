@@ -181,6 +181,7 @@ HttpServer::HttpServer(const ServerOptions& options) : state_(std::make_unique<S
   add_completion_routes(*state_);
   add_info_routes(*state_);
   add_llama_routes(*state_);
+  add_responses_routes(*state_);
 }
 
 HttpServer::~HttpServer() { stop_listening(); }

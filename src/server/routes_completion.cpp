@@ -15,13 +15,7 @@ using engine::Event;
 using engine::FinishReason;
 
 void stream_sse(HttpServer::State& s, std::shared_ptr<Call> call, httplib::Response& res) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  // httplib sends the status line and headers before calling the provider: the client
-  // has its headers at once, before any prefill.
-  res.set_chunked_content_provider("text/event-stream", [&s, call](size_t, httplib::DataSink& sink) {
-    s.counters.stream_started();
-    struct Ended { HttpServer::State& s; ~Ended() { s.counters.stream_ended(); } } ended{s};
+  serve_event_stream(s, res, [&s, call](httplib::DataSink& sink) {
     auto write = [&sink](std::string_view text) { return sink.write(text.data(), text.size()); };
     bool ok = true;
     for (const auto& c : call->choices) {

@@ -109,11 +109,7 @@ json settings_json(const CompletionRequest& req, int32_t n_probs) {
 
 void stream_llama(HttpServer::State& s, std::shared_ptr<Call> call, std::shared_ptr<const LlamaResponse> r,
                   httplib::Response& res) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", [&s, call, r](size_t, httplib::DataSink& sink) {
-    s.counters.stream_started();
-    struct Ended { HttpServer::State& s; ~Ended() { s.counters.stream_ended(); } } ended{s};
+  serve_event_stream(s, res, [&s, call, r](httplib::DataSink& sink) {
     const int64_t evaluated = static_cast<int64_t>(call->prompts.front().size());
     int64_t predicted = 0;
     PumpStats stats;
@@ -149,13 +145,9 @@ void stream_llama(HttpServer::State& s, std::shared_ptr<Call> call, std::shared_
 }
 
 void respond_llama_whole(HttpServer::State& s, Call& call, const LlamaResponse& r, httplib::Response& res) {
-  std::vector<Collected> cs;
-  collect(s, call, &cs, [] { return true; });
-  const Collected& c = cs.front();
-  if (!c.finish || !normal_finish(c.finish->reason)) {
-    send_error(res, c.finish ? finish_error(*c.finish, s.options) : internal_error("request ended without a finish"));
-    return;
-  }
+  const std::optional<Collected> whole_reply = collect_single(s, call, res);
+  if (!whole_reply) return;
+  const Collected& c = *whole_reply;
   json body = final_json(r, c.text, c.tokens, *c.finish);
   if (r.n_probs > 0) body["completion_probabilities"] = probabilities_json(r, c.logprobs);
   send_json(res, body);

@@ -104,5 +104,6 @@ void guarded(httplib::Response& res, Fn&& body) {
 void add_completion_routes(HttpServer::State& state);
 void add_info_routes(HttpServer::State& state);
 void add_llama_routes(HttpServer::State& state);  // POST /completion (routes_llama.cpp)
+void add_responses_routes(HttpServer::State& state);  // POST /v1/responses (routes_responses.cpp)
 
 }  // namespace keel::server

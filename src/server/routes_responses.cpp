@@ -1,0 +1,210 @@
+// POST /v1/responses: OpenAI's Responses API, text in and text out. The request is read by
+// responses_request.h into a chat request and runs exactly as /v1/chat/completions with one
+// choice; the reply is a `response` object (output: a message item with one output_text
+// part, before it a reasoning item when a harmony model reasoned), and a stream is the
+// typed events the official clients accumulate: response.created, response.in_progress,
+// response.output_item.added, response.content_part.added, response.output_text.delta...,
+// response.output_text.done, response.content_part.done, response.output_item.done, then
+// response.completed (or response.incomplete when max_output_tokens ended it). Each is
+// `event: TYPE` + `data: {...,"type": TYPE, "sequence_number": n}`. A streamed reply
+// carries the content only (a harmony model's reasoning goes in whole replies). An error
+// after the headers is an `error` event.
+#include <random>
+#include <string>
+
+#include "core/log.h"
+#include "server/completion_call.h"
+#include "server/responses_request.h"
+#include "server/sse.h"
+
+namespace keel::server {
+namespace {
+
+using engine::Event;
+using engine::FinishReason;
+
+std::string random_id(const char* prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 32; ++i) id += hex[rng() & 15];
+  return id;
+}
+
+// What every response object of one request repeats.
+struct ResponseFrame {
+  std::string id = random_id("resp_");
+  std::string message_id = random_id("msg_");
+  int64_t created = unix_now();
+  std::string model;
+  ResponsesRequest request;
+};
+
+json usage_json(const engine::Usage& u) {
+  return {{"input_tokens", u.prompt_tokens},
+          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+          {"output_tokens", u.completion_tokens},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+json text_part(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}};
+}
+
+json message_item(const ResponseFrame& f, const std::string& status, json content) {
+  return {{"id", f.message_id}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", std::move(content)}};
+}
+
+// The response object; `finish` null while it runs.
+json response_json(const ResponseFrame& f, json output, const Event* finish) {
+  const sampling::SamplingParams& s = f.request.chat.generation.sampling;
+  json r = {{"id", f.id},
+            {"object", "response"},
+            {"created_at", f.created},
+            {"status", "in_progress"},
+            {"error", nullptr},
+            {"incomplete_details", nullptr},
+            {"instructions", f.request.instructions ? json(*f.request.instructions) : json(nullptr)},
+            {"max_output_tokens", f.request.max_output_tokens ? json(*f.request.max_output_tokens) : json(nullptr)},
+            {"model", f.model},
+            {"output", std::move(output)},
+            {"parallel_tool_calls", true},
+            {"previous_response_id", nullptr},
+            {"reasoning", {{"effort", f.request.chat.reasoning_effort.empty() ? json(nullptr) : json(f.request.chat.reasoning_effort)},
+                           {"summary", nullptr}}},
+            {"store", false},
+            {"temperature", s.temperature},
+            {"text", {{"format", f.request.text_format}}},
+            {"tool_choice", "auto"},
+            {"tools", json::array()},
+            {"top_p", s.top_p},
+            {"truncation", "disabled"},
+            {"usage", nullptr},
+            {"user", f.request.chat.user.empty() ? json(nullptr) : json(f.request.chat.user)},
+            {"metadata", json::object()}};
+  if (finish) {
+    const bool cut = finish->reason == FinishReason::kLength;
+    r["status"] = cut ? "incomplete" : "completed";
+    if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
+    r["usage"] = usage_json(finish->usage);
+  }
+  return r;
+}
+
+const char* item_status(const Event& finish) { return finish.reason == FinishReason::kLength ? "incomplete" : "completed"; }
+
+void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, httplib::Response& res) {
+  const std::optional<Collected> whole_reply = collect_single(s, call, res);
+  if (!whole_reply) return;
+  const Collected& c = *whole_reply;
+  Event whole = *c.finish;
+  whole.text = c.text;
+  const HarmonyReader::Parts parts = read_harmony(call.choices.front()->harmony, whole);
+  json output = json::array();
+  if (!parts.reasoning.empty()) {
+    output.push_back({{"id", random_id("rs_")},
+                      {"type", "reasoning"},
+                      {"summary", json::array()},
+                      {"content", json::array({{{"type", "reasoning_text"}, {"text", parts.reasoning}}})}});
+  }
+  output.push_back(message_item(f, item_status(*c.finish), json::array({text_part(parts.content)})));
+  json body = response_json(f, std::move(output), &*c.finish);
+  body["timings"] = timings_json(c.finish->usage);
+  send_json(res, body);
+}
+
+void stream_events(HttpServer::State& s, std::shared_ptr<Call> call, std::shared_ptr<const ResponseFrame> f,
+                   httplib::Response& res) {
+  serve_event_stream(s, res, [&s, call, f](httplib::DataSink& sink) {
+    int64_t sequence = 0;
+    auto event = [&](const char* type, json data) {
+      data["type"] = type;
+      data["sequence_number"] = sequence++;
+      return std::string("event: ") + type + "\n" + sse_data(data);
+    };
+    auto where = [&](json data) {
+      data["item_id"] = f->message_id;
+      data["output_index"] = 0;
+      data["content_index"] = 0;
+      return data;
+    };
+    std::string start = event("response.created", {{"response", response_json(*f, json::array(), nullptr)}});
+    start += event("response.in_progress", {{"response", response_json(*f, json::array(), nullptr)}});
+    start += event("response.output_item.added", {{"output_index", 0}, {"item", message_item(*f, "in_progress", json::array())}});
+    start += event("response.content_part.added", where({{"part", text_part("")}}));
+    bool ok = sink.write(start.data(), start.size());
+    std::string text;
+    Choice& choice = *call->choices.front();
+    PumpStats stats;
+    auto on_event = [&](size_t, const Event& ev) -> WriteResult {
+      const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
+      std::string out;
+      if (!parts.content.empty()) {
+        text += parts.content;
+        out = event("response.output_text.delta", where({{"delta", parts.content}, {"logprobs", json::array()}}));
+      }
+      bool end = false;
+      if (ev.kind == Event::Kind::kFinish) {
+        if (normal_finish(ev.reason)) {
+          const json item = message_item(*f, item_status(ev), json::array({text_part(text)}));
+          out += event("response.output_text.done", where({{"text", text}, {"logprobs", json::array()}}));
+          out += event("response.content_part.done", where({{"part", text_part(text)}}));
+          out += event("response.output_item.done", {{"output_index", 0}, {"item", item}});
+          json done = response_json(*f, json::array({item}), &ev);
+          done["timings"] = timings_json(ev.usage);
+          out += event(ev.reason == FinishReason::kLength ? "response.incomplete" : "response.completed", {{"response", done}});
+        } else {
+          const ApiError err = finish_error(ev, s.options);
+          const json e = err.to_json()["error"];
+          out += event("error", {{"code", e.value("code", json(nullptr))}, {"message", e.value("message", "")}, {"param", nullptr}});
+          end = true;
+        }
+      }
+      if (out.empty()) return WriteResult::kNothing;
+      if (!sink.write(out.data(), out.size())) return WriteResult::kFailed;
+      return end ? WriteResult::kEnd : WriteResult::kWrote;
+    };
+    auto on_idle = [&] { return sink.write(kSseHeartbeat.data(), kSseHeartbeat.size()); };
+    if (ok) {
+      ok = pump_choices(call->sources(), pump_options(s.options), on_event, on_idle, &stats) == PumpResult::kFinished;
+    } else {
+      for (EventSource* src : call->sources()) src->cancel();
+    }
+    s.counters.add_heartbeats(stats.heartbeats);
+    if (!ok) {
+      s.counters.count_disconnect();
+      log_info("server: client gone during /v1/responses stream " + f->id + "; request cancelled");
+      return false;
+    }
+    sink.done();
+    return true;
+  });
+}
+
+void handle_responses(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  auto service = require_service(s);
+  RequestLimits limits;
+  limits.n_vocab = service->model_info().n_vocab;
+  auto f = std::make_shared<ResponseFrame>();
+  f->request = parse_responses_request(parse_body(req.body), limits, req.body);
+  f->model = service->model_info().id;
+  auto call = submit_call(s, f->request.chat);
+  if (f->request.chat.stream) {
+    stream_events(s, std::move(call), std::move(f), res);
+  } else {
+    respond_whole(s, *call, *f, res);
+  }
+}
+
+}  // namespace
+
+void add_responses_routes(HttpServer::State& s) {
+  for (const char* path : {"/v1/responses", "/responses"}) {
+    s.http.Post(path, [&s](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] { handle_responses(s, req, res); });
+    });
+  }
+}
+
+}  // namespace keel::server
