@@ -56,9 +56,30 @@ ordered chat_messages(const ordered& body) {
     const std::string param = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) throw bad_request(param, "'" + param + "' must be an object", "invalid_type");
     const std::string type = item.contains("type") && item["type"].is_string() ? item["type"].get<std::string>() : "message";
+    auto text_field = [&](const char* name) {
+      if (!item.contains(name) || !item[name].is_string()) {
+        throw bad_request(param, "'" + param + "." + name + "' must be a string", "invalid_type");
+      }
+      return item[name];
+    };
+    if (type == "function_call") {
+      // The model's earlier call: consecutive calls are one assistant turn.
+      const ordered call = {{"id", text_field("call_id")},
+                            {"type", "function"},
+                            {"function", {{"name", text_field("name")}, {"arguments", text_field("arguments")}}}};
+      if (messages.empty() || messages.back()["role"] != "assistant" || !messages.back().contains("tool_calls")) {
+        messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", ordered::array()}});
+      }
+      messages.back()["tool_calls"].push_back(call);
+      continue;
+    }
+    if (type == "function_call_output") {
+      messages.push_back({{"role", "tool"}, {"tool_call_id", text_field("call_id")}, {"content", text_field("output")}});
+      continue;
+    }
     if (type != "message") {
       throw unsupported(param, "input items of type \"" + type +
-                                   "\" are not supported (message items only; function calling: /v1/chat/completions)");
+                                   "\" are not supported (message, function_call and function_call_output items)");
     }
     const std::string role = item.contains("role") && item["role"].is_string() ? item["role"].get<std::string>() : "";
     if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
@@ -71,15 +92,33 @@ ordered chat_messages(const ordered& body) {
   return messages;
 }
 
+// Function tools in chat's shape: {type, name, description, parameters, strict} becomes
+// {type, function: {name, description, parameters, strict}}. Hosted tools are a 400.
+ordered chat_tools(const ordered& tools) {
+  if (!tools.is_array()) throw bad_request("tools", "'tools' must be an array", "invalid_type");
+  ordered out = ordered::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ordered& t = tools[i];
+    const std::string param = "tools[" + std::to_string(i) + "]";
+    const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
+    if (type != "function") {
+      throw unsupported(param, "tools of type \"" + type + "\" are not supported (function tools only)");
+    }
+    ordered fn = ordered::object();
+    for (const char* k : {"name", "description", "parameters", "strict"}) {
+      if (t.contains(k) && !t[k].is_null()) fn[k] = t[k];
+    }
+    out.push_back({{"type", "function"}, {"function", fn}});
+  }
+  return out;
+}
+
 }  // namespace
 
 ResponsesRequest parse_responses_request(const json& body, const RequestLimits& limits, std::string_view raw_body) {
   const ordered parsed = raw_body.empty() ? ordered(body) : ordered::parse(raw_body, nullptr, false);
   const ordered& src = parsed.is_object() ? parsed : ordered(body);
   const JsonFields f(body);
-  if (const json* t = f.get("tools"); t && !(t->is_array() && t->empty())) {
-    throw unsupported("tools", "tools are not supported on /v1/responses; use /v1/chat/completions for function calling");
-  }
   for (const char* stateful : {"previous_response_id", "conversation"}) {
     if (f.get(stateful)) throw unsupported(stateful, std::string("'") + stateful + "' needs stored responses; keel keeps none");
   }
@@ -99,6 +138,17 @@ ResponsesRequest parse_responses_request(const json& body, const RequestLimits& 
     chat["max_tokens"] = *m;
     out.max_output_tokens = *m;
   }
+  if (const json* t = f.get("tools")) chat["tools"] = chat_tools(src["tools"]);
+  if (const json* c = f.get("tool_choice")) {
+    // {"type": "function", "name"} is chat's {"type": "function", "function": {"name"}}.
+    const ordered& choice = src["tool_choice"];
+    if (c->is_object() && choice.contains("name")) {
+      chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice["name"]}}}};
+    } else {
+      chat["tool_choice"] = choice;
+    }
+  }
+  if (f.get("parallel_tool_calls")) chat["parallel_tool_calls"] = src["parallel_tool_calls"];
   if (const json* r = f.object("reasoning")) {
     if (const json* e = JsonFields(*r).get("effort")) chat["reasoning_effort"] = *e;
   }

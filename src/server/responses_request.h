@@ -4,17 +4,19 @@
 // Contract:
 //  - parse_responses_request() takes the body (a JSON object) and returns a validated chat
 //    request, or throws ApiError 400 naming the parameter.
-//  - Taken: model, input (a string, or message items {role, content} / {"type":
+//  - Taken: model, input (a string, or items: messages {role, content} / {"type":
 //    "message", ...} with roles user, system, developer, assistant and content a string or
-//    input_text / output_text parts), instructions (a system message first),
-//    max_output_tokens, temperature, top_p, stream, text.format (text, json_object,
-//    json_schema), reasoning.effort, user. store, metadata, truncation "disabled",
-//    parallel_tool_calls, include and service_tier are accepted without effect (keel keeps
-//    no responses).
-//  - A 400 "unsupported", never a silent drop: tools, non-message input items
-//    (function_call, function_call_output, reasoning, ...), image / file / audio parts,
-//    previous_response_id and conversation (nothing is stored to continue from), truncation
-//    "auto", background mode.
+//    input_text / output_text parts; function_call {call_id, name, arguments}, consecutive
+//    ones one assistant turn; function_call_output {call_id, output}, a tool turn),
+//    instructions (a system message first), tools (function tools, in chat's shape),
+//    tool_choice, parallel_tool_calls, max_output_tokens, temperature, top_p, stream,
+//    text.format (text, json_object, json_schema), reasoning.effort, user. store, metadata,
+//    truncation "disabled", include and service_tier are accepted without effect (keel
+//    keeps no responses).
+//  - A 400 "unsupported", never a silent drop: hosted tools (web_search, file_search, ...),
+//    other input items (reasoning, ...), image / file / audio parts, previous_response_id
+//    and conversation (nothing is stored to continue from), truncation "auto", background
+//    mode.
 //  - Pure; thread-safe.
 #pragma once
 

@@ -1,12 +1,15 @@
-// POST /v1/responses: OpenAI's Responses API, text in and text out. The request is read by
-// responses_request.h into a chat request and runs exactly as /v1/chat/completions with one
-// choice; the reply is a `response` object (output: a message item with one output_text
-// part, before it a reasoning item when a harmony model reasoned), and a stream is the
-// typed events the official clients accumulate: response.created, response.in_progress,
-// response.output_item.added, response.content_part.added, response.output_text.delta...,
-// response.output_text.done, response.content_part.done, response.output_item.done, then
+// POST /v1/responses: OpenAI's Responses API. The request is read by responses_request.h
+// into a chat request and runs exactly as /v1/chat/completions with one choice (function
+// calls read by the same ToolCallReader); the reply is a `response` object whose output is
+// a message item with one output_text part (before it a reasoning item when a harmony
+// model reasoned) and a function_call item per call. A stream is the typed events the
+// official clients accumulate: response.created, response.in_progress, then for the
+// message response.output_item.added, response.content_part.added,
+// response.output_text.delta..., response.output_text.done, response.content_part.done,
+// response.output_item.done; for each call response.output_item.added,
+// response.function_call_arguments.delta / .done, response.output_item.done; then
 // response.completed (or response.incomplete when max_output_tokens ended it). Each is
-// `event: TYPE` + `data: {...,"type": TYPE, "sequence_number": n}`. A streamed reply
+// `event: TYPE` + `data: {..., "type": TYPE, "sequence_number": n}`. A streamed reply
 // carries the content only (a harmony model's reasoning goes in whole replies). An error
 // after the headers is an `error` event.
 #include <random>
@@ -14,6 +17,7 @@
 
 #include "core/log.h"
 #include "server/completion_call.h"
+#include "server/json_fields.h"
 #include "server/responses_request.h"
 #include "server/sse.h"
 
@@ -38,6 +42,8 @@ struct ResponseFrame {
   int64_t created = unix_now();
   std::string model;
   ResponsesRequest request;
+  json tools = json::array();  // as the request gave them (echoed)
+  json tool_choice = "auto";
 };
 
 json usage_json(const engine::Usage& u) {
@@ -76,8 +82,8 @@ json response_json(const ResponseFrame& f, json output, const Event* finish) {
             {"store", false},
             {"temperature", s.temperature},
             {"text", {{"format", f.request.text_format}}},
-            {"tool_choice", "auto"},
-            {"tools", json::array()},
+            {"tool_choice", f.tool_choice},
+            {"tools", f.tools},
             {"top_p", s.top_p},
             {"truncation", "disabled"},
             {"usage", nullptr},
@@ -94,13 +100,27 @@ json response_json(const ResponseFrame& f, json output, const Event* finish) {
 
 const char* item_status(const Event& finish) { return finish.reason == FinishReason::kLength ? "incomplete" : "completed"; }
 
+json function_call_item(const chat::ToolCall& call, const std::string& id, const std::string& status, bool with_arguments) {
+  return {{"id", id},
+          {"type", "function_call"},
+          {"status", status},
+          {"call_id", call.id},
+          {"name", call.name},
+          {"arguments", with_arguments ? call.arguments : std::string()}};
+}
+
 void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, httplib::Response& res) {
   const std::optional<Collected> whole_reply = collect_single(s, call, res);
   if (!whole_reply) return;
   const Collected& c = *whole_reply;
   Event whole = *c.finish;
   whole.text = c.text;
-  const HarmonyReader::Parts parts = read_harmony(call.choices.front()->harmony, whole);
+  Choice& choice = *call.choices.front();
+  const HarmonyReader::Parts parts = read_harmony(choice.harmony, whole);
+  std::string text = choice.tools.push(parts.content);
+  const chat::ParsedReply reply = choice.tools.finish();  // inactive without tools: no calls
+  text += reply.content;
+  const std::string status = item_status(*c.finish);
   json output = json::array();
   if (!parts.reasoning.empty()) {
     output.push_back({{"id", random_id("rs_")},
@@ -108,56 +128,110 @@ void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, htt
                       {"summary", json::array()},
                       {"content", json::array({{{"type", "reasoning_text"}, {"text", parts.reasoning}}})}});
   }
-  output.push_back(message_item(f, item_status(*c.finish), json::array({text_part(parts.content)})));
+  if (!text.empty() || reply.calls.empty()) output.push_back(message_item(f, status, json::array({text_part(text)})));
+  for (const chat::ToolCall& tc : reply.calls) output.push_back(function_call_item(tc, random_id("fc_"), status, true));
   json body = response_json(f, std::move(output), &*c.finish);
   body["timings"] = timings_json(c.finish->usage);
   send_json(res, body);
 }
 
+// The events of one streamed response. The message item opens with its first text (a
+// reply that is only calls has none); the calls follow it whole once the reply is read.
+class ResponseEvents {
+ public:
+  explicit ResponseEvents(const ResponseFrame& f) : f_(f) {}
+
+  // (Events are appended statement by statement: the operands of + have no set order,
+  // and sequence numbers must rise.)
+  std::string start() {
+    std::string out = event("response.created", {{"response", response_json(f_, json::array(), nullptr)}});
+    out += event("response.in_progress", {{"response", response_json(f_, json::array(), nullptr)}});
+    return out;
+  }
+  std::string text(const std::string& piece) {
+    if (piece.empty()) return {};
+    std::string out = open_message();
+    text_ += piece;
+    out += event("response.output_text.delta", where({{"delta", piece}, {"logprobs", json::array()}}));
+    return out;
+  }
+  std::string finish(const Event& ev, const chat::ParsedReply& reply) {
+    std::string out = text(reply.content);
+    const std::string status = item_status(ev);
+    if (message_index_ < 0 && reply.calls.empty()) out += open_message();  // an empty reply is an empty message
+    if (message_index_ >= 0) {
+      const json item = message_item(f_, status, json::array({text_part(text_)}));
+      out += event("response.output_text.done", where({{"text", text_}, {"logprobs", json::array()}}));
+      out += event("response.content_part.done", where({{"part", text_part(text_)}}));
+      out += event("response.output_item.done", {{"output_index", message_index_}, {"item", item}});
+      items_.push_back(item);
+    }
+    for (const chat::ToolCall& tc : reply.calls) {
+      const int index = next_index_++;
+      const std::string id = random_id("fc_");
+      out += event("response.output_item.added", {{"output_index", index}, {"item", function_call_item(tc, id, "in_progress", false)}});
+      out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", tc.arguments}});
+      out += event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", index}, {"arguments", tc.arguments}});
+      const json item = function_call_item(tc, id, status, true);
+      out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
+      items_.push_back(item);
+    }
+    json done = response_json(f_, items_, &ev);
+    done["timings"] = timings_json(ev.usage);
+    out += event(ev.reason == FinishReason::kLength ? "response.incomplete" : "response.completed", {{"response", done}});
+    return out;
+  }
+  std::string error(const ApiError& err) {
+    const json e = err.to_json()["error"];
+    return event("error", {{"code", e.value("code", json(nullptr))}, {"message", e.value("message", "")}, {"param", nullptr}});
+  }
+
+ private:
+  std::string event(const char* type, json data) {
+    data["type"] = type;
+    data["sequence_number"] = sequence_++;
+    return std::string("event: ") + type + "\n" + sse_data(data);
+  }
+  json where(json data) const {
+    data["item_id"] = f_.message_id;
+    data["output_index"] = message_index_;
+    data["content_index"] = 0;
+    return data;
+  }
+  std::string open_message() {
+    if (message_index_ >= 0) return {};
+    message_index_ = next_index_++;
+    std::string out = event("response.output_item.added",
+                            {{"output_index", message_index_}, {"item", message_item(f_, "in_progress", json::array())}});
+    out += event("response.content_part.added", where({{"part", text_part("")}}));
+    return out;
+  }
+
+  const ResponseFrame& f_;
+  int64_t sequence_ = 0;
+  int next_index_ = 0;
+  int message_index_ = -1;
+  std::string text_;
+  json items_ = json::array();
+};
+
 void stream_events(HttpServer::State& s, std::shared_ptr<Call> call, std::shared_ptr<const ResponseFrame> f,
                    httplib::Response& res) {
   serve_event_stream(s, res, [&s, call, f](httplib::DataSink& sink) {
-    int64_t sequence = 0;
-    auto event = [&](const char* type, json data) {
-      data["type"] = type;
-      data["sequence_number"] = sequence++;
-      return std::string("event: ") + type + "\n" + sse_data(data);
-    };
-    auto where = [&](json data) {
-      data["item_id"] = f->message_id;
-      data["output_index"] = 0;
-      data["content_index"] = 0;
-      return data;
-    };
-    std::string start = event("response.created", {{"response", response_json(*f, json::array(), nullptr)}});
-    start += event("response.in_progress", {{"response", response_json(*f, json::array(), nullptr)}});
-    start += event("response.output_item.added", {{"output_index", 0}, {"item", message_item(*f, "in_progress", json::array())}});
-    start += event("response.content_part.added", where({{"part", text_part("")}}));
+    ResponseEvents events(*f);
+    const std::string start = events.start();
     bool ok = sink.write(start.data(), start.size());
-    std::string text;
     Choice& choice = *call->choices.front();
     PumpStats stats;
     auto on_event = [&](size_t, const Event& ev) -> WriteResult {
       const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
-      std::string out;
-      if (!parts.content.empty()) {
-        text += parts.content;
-        out = event("response.output_text.delta", where({{"delta", parts.content}, {"logprobs", json::array()}}));
-      }
+      std::string out = events.text(choice.tools.push(parts.content));  // text that may open a call waits
       bool end = false;
       if (ev.kind == Event::Kind::kFinish) {
         if (normal_finish(ev.reason)) {
-          const json item = message_item(*f, item_status(ev), json::array({text_part(text)}));
-          out += event("response.output_text.done", where({{"text", text}, {"logprobs", json::array()}}));
-          out += event("response.content_part.done", where({{"part", text_part(text)}}));
-          out += event("response.output_item.done", {{"output_index", 0}, {"item", item}});
-          json done = response_json(*f, json::array({item}), &ev);
-          done["timings"] = timings_json(ev.usage);
-          out += event(ev.reason == FinishReason::kLength ? "response.incomplete" : "response.completed", {{"response", done}});
+          out += events.finish(ev, choice.tools.finish());
         } else {
-          const ApiError err = finish_error(ev, s.options);
-          const json e = err.to_json()["error"];
-          out += event("error", {{"code", e.value("code", json(nullptr))}, {"message", e.value("message", "")}, {"param", nullptr}});
+          out += events.error(finish_error(ev, s.options));
           end = true;
         }
       }
@@ -187,8 +261,11 @@ void handle_responses(HttpServer::State& s, const httplib::Request& req, httplib
   RequestLimits limits;
   limits.n_vocab = service->model_info().n_vocab;
   auto f = std::make_shared<ResponseFrame>();
-  f->request = parse_responses_request(parse_body(req.body), limits, req.body);
+  const json body = parse_body(req.body);
+  f->request = parse_responses_request(body, limits, req.body);
   f->model = service->model_info().id;
+  if (const json* t = JsonFields(body).get("tools")) f->tools = *t;
+  if (const json* c = JsonFields(body).get("tool_choice")) f->tool_choice = *c;
   auto call = submit_call(s, f->request.chat);
   if (f->request.chat.stream) {
     stream_events(s, std::move(call), std::move(f), res);

@@ -1,13 +1,14 @@
 // OpenAI's Responses API through the official client on a real model (stories260K):
 // responses.create gives the text chat.completions gives for the same greedy messages,
 // streamed events accumulate to the same text (also through responses.stream()), a
-// max_output_tokens cut is "incomplete", and tools are a 400 naming them.
+// max_output_tokens cut is "incomplete", a forced function call round-trips, and hosted
+// tools are a 400 naming them.
 import assert from 'node:assert/strict';
 import { client, loadOpenAI, requireModel, runCases, startServer } from './lib/harness.mjs';
 
 const OpenAI = await loadOpenAI();
 requireModel();
-const server = await startServer(['-c', '256']);
+const server = await startServer(['-c', '1024']);
 const api = client(OpenAI, server);
 
 await runCases([
@@ -45,9 +46,34 @@ await runCases([
     assert.equal(r.incomplete_details.reason, 'max_output_tokens');
     assert.equal(r.usage.output_tokens, 3);
   }],
-  ['tools are a 400 naming them', async () => {
-    await assert.rejects(api.responses.create({ model: 'x', input: 'a',
-      tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }] }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools' && e.code === 'unsupported');
+  ['a forced function call comes back as a function_call item, whole and streamed, and its output goes back in', async () => {
+    // Arguments without free strings: a forced call always completes on the tiny model.
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Current weather of a city',
+      parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Oslo'] }, unit: { enum: ['c', 'f'] } },
+        required: ['city', 'unit'] } }];
+    const req = { model: 'x', input: 'What is the weather in Paris?', tools, tool_choice: 'required', temperature: 0,
+      max_output_tokens: 200 };
+    const r = await api.responses.create(req);
+    assert.equal(r.status, 'completed', JSON.stringify(r.output));
+    const calls = r.output.filter((o) => o.type === 'function_call');
+    assert.equal(calls.length, 1, JSON.stringify(r.output));
+    assert.equal(calls[0].name, 'get_weather');
+    const args = JSON.parse(calls[0].arguments);
+    assert.ok(['Paris', 'Oslo'].includes(args.city) && ['c', 'f'].includes(args.unit), calls[0].arguments);
+
+    const final = await api.responses.stream(req).finalResponse();
+    const streamed = final.output.filter((o) => o.type === 'function_call');
+    assert.equal(streamed.length, 1);
+    assert.equal(streamed[0].arguments, calls[0].arguments);
+
+    const next = await api.responses.create({ model: 'x', tools, temperature: 0, max_output_tokens: 8,
+      input: [{ role: 'user', content: 'What is the weather in Paris?' }, calls[0],
+        { type: 'function_call_output', call_id: calls[0].call_id, output: '{"temp": 21}' }] });
+    assert.equal(typeof next.output_text, 'string');
+    assert.ok(next.usage.input_tokens > r.usage.input_tokens);
+  }],
+  ['hosted tools are a 400 naming them', async () => {
+    await assert.rejects(api.responses.create({ model: 'x', input: 'a', tools: [{ type: 'web_search' }] }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools[0]' && e.code === 'unsupported');
   }],
 ], [server]);

@@ -114,8 +114,9 @@ TEST_F(ResponsesRouteTest, JsonSchemaFormatConstrainsTheOutput) {
 TEST_F(ResponsesRouteTest, WhatKeelCannotDoIsA400) {
   start();
   for (const char* body :
-       {R"({"input":"x","tools":[{"type":"function","name":"f","parameters":{}}]})",
-        R"({"input":"x","previous_response_id":"resp_1"})", R"({"input":[{"type":"function_call_output","call_id":"c","output":"1"}]})",
+       {R"({"input":"x","tools":[{"type":"web_search"}]})", R"({"input":"x","tools":{"type":"function"}})",
+        R"({"input":"x","previous_response_id":"resp_1"})", R"({"input":[{"type":"reasoning","summary":[]}]})",
+        R"({"input":[{"type":"function_call","call_id":"c","name":"f"}]})",
         R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"http://x"}]}]})", R"({"instructions":"x"})",
         R"({"input":[]})", R"({"input":[{"role":"tool","content":"x"}]})", R"({"input":"x","max_output_tokens":0})",
         R"({"input":"x","truncation":"auto"})", R"({"input":"x","text":{"format":{"type":"yaml"}}})", R"({"input":5})"}) {
@@ -125,6 +126,59 @@ TEST_F(ResponsesRouteTest, WhatKeelCannotDoIsA400) {
     EXPECT_TRUE(j.contains("error")) << body;
   }
   EXPECT_EQ(service_->submitted.load(), 0);
+}
+
+// Function tools: the reply's call becomes a function_call item (whole and streamed), and
+// the next request's function_call / function_call_output items become the assistant's
+// call and the tool's turn.
+TEST_F(ResponsesRouteTest, FunctionCallsBothWays) {
+  start();
+  const std::string call_text = "<tool_call>\n{\"name\": \"get\", \"arguments\": {\"x\": 1}}\n</tool_call>";
+  auto script_call = [&] {
+    auto src = script_next();
+    src->push(ScriptedSource::delta(call_text));
+    src->push(ScriptedSource::finish(FinishReason::kStop, engine::Usage{5, 9, 0}));
+  };
+  const std::string tools = R"("tools":[{"type":"function","name":"get","description":"d","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}])";
+  script_call();
+  int status = 0;
+  const json j = post_json("/v1/responses", R"({"input":"x",)" + tools + "}", &status);
+  ASSERT_EQ(status, 200) << j.dump();
+  ASSERT_EQ(j["output"].size(), 1u) << j.dump();
+  const json& call = j["output"][0];
+  EXPECT_EQ(call["type"], "function_call");
+  EXPECT_EQ(call["name"], "get");
+  EXPECT_EQ(json::parse(call["arguments"].get<std::string>()), json::parse(R"({"x":1})"));
+  EXPECT_EQ(call["call_id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(j["tools"][0]["name"], "get");
+
+  script_call();
+  auto c = client();
+  auto res = c.Post("/v1/responses", R"({"input":"x","stream":true,)" + tools + "}", "application/json");
+  ASSERT_TRUE(res);
+  std::vector<std::string> names;
+  json last;
+  std::istringstream in(res->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("event: ", 0) == 0) names.push_back(line.substr(7));
+    if (line.rfind("data: ", 0) == 0) last = json::parse(line.substr(6));
+  }
+  const std::vector<std::string> want = {"response.created", "response.in_progress", "response.output_item.added",
+                                         "response.function_call_arguments.delta",
+                                         "response.function_call_arguments.done", "response.output_item.done",
+                                         "response.completed"};
+  EXPECT_EQ(names, want) << res->body;
+  EXPECT_EQ(last["response"]["output"][0]["name"], "get");
+
+  const std::string next = R"({"input":[{"role":"user","content":"x"},)"
+                           R"({"type":"function_call","call_id":"call_1","name":"get","arguments":"{\"x\":1}"},)"
+                           R"({"type":"function_call_output","call_id":"call_1","output":"42"}],)" + tools + "}";
+  service_->on_submit = nullptr;  // the default reply (the scripted source is spent)
+  const json k = post_json("/v1/responses", next, &status);
+  ASSERT_EQ(status, 200) << k.dump();
+  std::lock_guard<std::mutex> lock(service_->mutex_);
+  const std::string rendered(service_->last_request.prompt.begin() + 1, service_->last_request.prompt.end());
+  EXPECT_NE(rendered.find("tool: 42"), std::string::npos) << rendered;
 }
 
 }  // namespace
