@@ -19,8 +19,11 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# A test that hangs fails after TEST_TIMEOUT seconds instead of holding the run (the whole
+# default suite takes under 10 minutes on 2 cores).
+TEST_TIMEOUT ?= 900
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE soak
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE soak --timeout $(TEST_TIMEOUT)
 
 run: build
 	./$(BUILD)/keel run -m $(if $(MODEL),$(MODEL),../shared/models/stories260K.gguf) -p "$(PROMPT)" -n 64
@@ -40,7 +43,7 @@ SAN_TARGETS ?= test_core test_gguf test_tensor test_kv test_kernels test_model t
 sanitize-test: setup
 	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_SANITIZE=ON -DKEEL_BUILD_BENCH=OFF
 	cmake --build build-san -j $(JOBS) --target $(SAN_TARGETS)
-	ctest --test-dir build-san --output-on-failure -j $(JOBS) -L '$(SAN_LABELS)' -LE soak
+	ctest --test-dir build-san --output-on-failure -j $(JOBS) -L '$(SAN_LABELS)' -LE soak --timeout $(TEST_TIMEOUT)
 
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_FUZZ=ON -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF
