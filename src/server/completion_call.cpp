@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <random>
 
+#include "core/log.h"
+#include "server/sse.h"
+
 namespace keel::server {
 
 using engine::Event;
@@ -177,6 +180,60 @@ void serve_event_stream(HttpServer::State& s, httplib::Response& res, std::funct
     } ended{s};
     return body(sink);
   });
+}
+
+bool stream_reply(HttpServer::State& s, Call& call, ReplyEvents& events, httplib::DataSink& sink, const std::string& what) {
+  const std::string start = events.start();
+  bool ok = sink.write(start.data(), start.size());
+  Choice& choice = *call.choices.front();
+  PumpStats stats;
+  auto on_event = [&](size_t, const Event& ev) -> WriteResult {
+    const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
+    std::string out = events.text(choice.tools.push(parts.content));  // text that may open a call waits
+    bool end = false;
+    if (ev.kind == Event::Kind::kFinish) {
+      if (normal_finish(ev.reason)) {
+        out += events.finish(ev, choice.tools.finish());
+      } else {
+        out += events.error(finish_error(ev, s.options));
+        end = true;
+      }
+    }
+    if (out.empty()) return WriteResult::kNothing;
+    if (!sink.write(out.data(), out.size())) return WriteResult::kFailed;
+    return end ? WriteResult::kEnd : WriteResult::kWrote;
+  };
+  auto on_idle = [&] { return sink.write(kSseHeartbeat.data(), kSseHeartbeat.size()); };
+  if (ok) {
+    ok = pump_choices(call.sources(), pump_options(s.options), on_event, on_idle, &stats) == PumpResult::kFinished;
+  } else {
+    for (EventSource* src : call.sources()) src->cancel();
+  }
+  s.counters.add_heartbeats(stats.heartbeats);
+  if (!ok) {
+    s.counters.count_disconnect();
+    log_info("server: client gone during " + what + "; request cancelled");
+    return false;
+  }
+  sink.done();
+  return true;
+}
+
+std::optional<WholeReply> read_single(HttpServer::State& s, Call& call, httplib::Response& res) {
+  std::optional<Collected> c = collect_single(s, call, res);
+  if (!c) return std::nullopt;
+  WholeReply r;
+  Event whole = *c->finish;
+  whole.text = c->text;
+  Choice& choice = *call.choices.front();
+  const HarmonyReader::Parts parts = read_harmony(choice.harmony, whole);
+  r.content = choice.tools.push(parts.content);
+  chat::ParsedReply reply = choice.tools.finish();  // inactive without tools: no calls
+  r.content += reply.content;
+  r.reasoning = parts.reasoning;
+  r.calls = std::move(reply.calls);
+  r.collected = std::move(*c);
+  return r;
 }
 
 }  // namespace keel::server

@@ -115,8 +115,33 @@ PumpResult collect(HttpServer::State& s, Call& call, std::vector<Collected>* out
 // the client is gone.
 void serve_event_stream(HttpServer::State& s, httplib::Response& res, std::function<bool(httplib::DataSink&)> body);
 
+// One streamed choice's reply in some API's events (the Responses and Messages APIs).
+class ReplyEvents {
+ public:
+  virtual ~ReplyEvents() = default;
+  virtual std::string start() = 0;                             // before any token
+  virtual std::string text(const std::string& piece) = 0;      // content that can go out now
+  virtual std::string finish(const engine::Event& finish, const chat::ParsedReply& reply) = 0;  // the rest
+  virtual std::string error(const ApiError& error) = 0;        // ends the stream
+};
+
+// Streams the one choice of `call` through `events` (its content read through the choice's
+// harmony and tool-call readers, heartbeats as SSE comments). Returns false when the client
+// went away (the request is then cancelled); `what` names the stream in the log.
+bool stream_reply(HttpServer::State& s, Call& call, ReplyEvents& events, httplib::DataSink& sink, const std::string& what);
+
 // The whole reply of a call of one choice that finished normally; otherwise its error is
 // sent on `res` and nullopt returned.
 std::optional<Collected> collect_single(HttpServer::State& s, Call& call, httplib::Response& res);
+
+// That reply read as the chat route reads it: a harmony model's reasoning split off, and
+// the calls parsed out when the request had tools.
+struct WholeReply {
+  Collected collected;  // finish is set
+  std::string content;
+  std::string reasoning;
+  std::vector<chat::ToolCall> calls;
+};
+std::optional<WholeReply> read_single(HttpServer::State& s, Call& call, httplib::Response& res);
 
 }  // namespace keel::server

@@ -182,6 +182,7 @@ HttpServer::HttpServer(const ServerOptions& options) : state_(std::make_unique<S
   add_info_routes(*state_);
   add_llama_routes(*state_);
   add_responses_routes(*state_);
+  add_anthropic_routes(*state_);
 }
 
 HttpServer::~HttpServer() { stop_listening(); }

@@ -110,26 +110,21 @@ json function_call_item(const chat::ToolCall& call, const std::string& id, const
 }
 
 void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, httplib::Response& res) {
-  const std::optional<Collected> whole_reply = collect_single(s, call, res);
-  if (!whole_reply) return;
-  const Collected& c = *whole_reply;
-  Event whole = *c.finish;
-  whole.text = c.text;
-  Choice& choice = *call.choices.front();
-  const HarmonyReader::Parts parts = read_harmony(choice.harmony, whole);
-  std::string text = choice.tools.push(parts.content);
-  const chat::ParsedReply reply = choice.tools.finish();  // inactive without tools: no calls
-  text += reply.content;
+  const std::optional<WholeReply> whole = read_single(s, call, res);
+  if (!whole) return;
+  const Collected& c = whole->collected;
   const std::string status = item_status(*c.finish);
   json output = json::array();
-  if (!parts.reasoning.empty()) {
+  if (!whole->reasoning.empty()) {
     output.push_back({{"id", random_id("rs_")},
                       {"type", "reasoning"},
                       {"summary", json::array()},
-                      {"content", json::array({{{"type", "reasoning_text"}, {"text", parts.reasoning}}})}});
+                      {"content", json::array({{{"type", "reasoning_text"}, {"text", whole->reasoning}}})}});
   }
-  if (!text.empty() || reply.calls.empty()) output.push_back(message_item(f, status, json::array({text_part(text)})));
-  for (const chat::ToolCall& tc : reply.calls) output.push_back(function_call_item(tc, random_id("fc_"), status, true));
+  if (!whole->content.empty() || whole->calls.empty()) {
+    output.push_back(message_item(f, status, json::array({text_part(whole->content)})));
+  }
+  for (const chat::ToolCall& tc : whole->calls) output.push_back(function_call_item(tc, random_id("fc_"), status, true));
   json body = response_json(f, std::move(output), &*c.finish);
   body["timings"] = timings_json(c.finish->usage);
   send_json(res, body);
@@ -137,25 +132,25 @@ void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, htt
 
 // The events of one streamed response. The message item opens with its first text (a
 // reply that is only calls has none); the calls follow it whole once the reply is read.
-class ResponseEvents {
+class ResponseEvents final : public ReplyEvents {
  public:
   explicit ResponseEvents(const ResponseFrame& f) : f_(f) {}
 
   // (Events are appended statement by statement: the operands of + have no set order,
   // and sequence numbers must rise.)
-  std::string start() {
+  std::string start() override {
     std::string out = event("response.created", {{"response", response_json(f_, json::array(), nullptr)}});
     out += event("response.in_progress", {{"response", response_json(f_, json::array(), nullptr)}});
     return out;
   }
-  std::string text(const std::string& piece) {
+  std::string text(const std::string& piece) override {
     if (piece.empty()) return {};
     std::string out = open_message();
     text_ += piece;
     out += event("response.output_text.delta", where({{"delta", piece}, {"logprobs", json::array()}}));
     return out;
   }
-  std::string finish(const Event& ev, const chat::ParsedReply& reply) {
+  std::string finish(const Event& ev, const chat::ParsedReply& reply) override {
     std::string out = text(reply.content);
     const std::string status = item_status(ev);
     if (message_index_ < 0 && reply.calls.empty()) out += open_message();  // an empty reply is an empty message
@@ -181,7 +176,7 @@ class ResponseEvents {
     out += event(ev.reason == FinishReason::kLength ? "response.incomplete" : "response.completed", {{"response", done}});
     return out;
   }
-  std::string error(const ApiError& err) {
+  std::string error(const ApiError& err) override {
     const json e = err.to_json()["error"];
     return event("error", {{"code", e.value("code", json(nullptr))}, {"message", e.value("message", "")}, {"param", nullptr}});
   }
@@ -219,40 +214,7 @@ void stream_events(HttpServer::State& s, std::shared_ptr<Call> call, std::shared
                    httplib::Response& res) {
   serve_event_stream(s, res, [&s, call, f](httplib::DataSink& sink) {
     ResponseEvents events(*f);
-    const std::string start = events.start();
-    bool ok = sink.write(start.data(), start.size());
-    Choice& choice = *call->choices.front();
-    PumpStats stats;
-    auto on_event = [&](size_t, const Event& ev) -> WriteResult {
-      const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
-      std::string out = events.text(choice.tools.push(parts.content));  // text that may open a call waits
-      bool end = false;
-      if (ev.kind == Event::Kind::kFinish) {
-        if (normal_finish(ev.reason)) {
-          out += events.finish(ev, choice.tools.finish());
-        } else {
-          out += events.error(finish_error(ev, s.options));
-          end = true;
-        }
-      }
-      if (out.empty()) return WriteResult::kNothing;
-      if (!sink.write(out.data(), out.size())) return WriteResult::kFailed;
-      return end ? WriteResult::kEnd : WriteResult::kWrote;
-    };
-    auto on_idle = [&] { return sink.write(kSseHeartbeat.data(), kSseHeartbeat.size()); };
-    if (ok) {
-      ok = pump_choices(call->sources(), pump_options(s.options), on_event, on_idle, &stats) == PumpResult::kFinished;
-    } else {
-      for (EventSource* src : call->sources()) src->cancel();
-    }
-    s.counters.add_heartbeats(stats.heartbeats);
-    if (!ok) {
-      s.counters.count_disconnect();
-      log_info("server: client gone during /v1/responses stream " + f->id + "; request cancelled");
-      return false;
-    }
-    sink.done();
-    return true;
+    return stream_reply(s, *call, events, sink, "/v1/responses stream " + f->id);
   });
 }
 

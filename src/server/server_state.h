@@ -105,5 +105,6 @@ void add_completion_routes(HttpServer::State& state);
 void add_info_routes(HttpServer::State& state);
 void add_llama_routes(HttpServer::State& state);  // POST /completion (routes_llama.cpp)
 void add_responses_routes(HttpServer::State& state);  // POST /v1/responses (routes_responses.cpp)
+void add_anthropic_routes(HttpServer::State& state);  // POST /v1/messages (routes_anthropic.cpp)
 
 }  // namespace keel::server

@@ -23,6 +23,15 @@ export async function loadOpenAI() {
   }
 }
 
+export async function loadAnthropic() {
+  try {
+    return (await import('@anthropic-ai/sdk')).default;
+  } catch {
+    console.log('SKIP: the @anthropic-ai/sdk npm package is not installed (run scripts/setup.sh)');
+    process.exit(SKIP);
+  }
+}
+
 export function requireModel() {
   if (!existsSync(KEEL_BIN)) throw new Error(`keel binary not found at ${KEEL_BIN}`);
   if (!existsSync(MODEL)) {
