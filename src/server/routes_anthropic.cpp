@@ -159,11 +159,27 @@ void handle_messages(HttpServer::State& s, const httplib::Request& req, httplib:
   }
 }
 
+// POST /v1/messages/count_tokens: the prompt a Messages request would submit, counted
+// ({"input_tokens": n}); nothing runs. max_tokens may be left out here, as Anthropic allows.
+void count_tokens(HttpServer::State& s, const httplib::Request& req, httplib::Response& res) {
+  auto service = require_service(s);
+  RequestLimits limits;
+  limits.n_vocab = service->model_info().n_vocab;
+  json body = parse_body(req.body);
+  if (!body.contains("max_tokens")) body["max_tokens"] = 1;
+  CompletionRequest request = parse_anthropic_request(body, limits);
+  plan_tool_calls(&request, service->model_info().tool_syntax);  // as submit_call renders it
+  send_json(res, {{"input_tokens", service->prompt_tokens(request).size()}});
+}
+
 }  // namespace
 
 void add_anthropic_routes(HttpServer::State& s) {
   s.http.Post("/v1/messages", [&s](const httplib::Request& req, httplib::Response& res) {
     guarded(res, [&] { handle_messages(s, req, res); });
+  });
+  s.http.Post("/v1/messages/count_tokens", [&s](const httplib::Request& req, httplib::Response& res) {
+    guarded(res, [&] { count_tokens(s, req, res); });
   });
 }
 

@@ -1,6 +1,6 @@
 // Anthropic's Messages API through its official SDK on a real model (stories260K): the
 // text chat.completions gives for the same greedy messages, whole and streamed
-// (messages.stream().finalMessage()), stop_sequence and max_tokens stop reasons, a forced
+// (messages.stream().finalMessage()), countTokens counting the prompt it runs, stop_sequence and max_tokens stop reasons, a forced
 // tool call as a tool_use block whose result goes back in, and a 400 for an image block.
 import assert from 'node:assert/strict';
 import { client, loadAnthropic, loadOpenAI, requireModel, runCases, startServer } from './lib/harness.mjs';
@@ -20,6 +20,8 @@ await runCases([
       messages: [{ role: 'user', content: 'Once upon a time' }] };
     const m = await anthropic.messages.create(req);
     assert.equal(m.type, 'message');
+    const counted = await anthropic.messages.countTokens({ model: 'x', system: req.system, messages: req.messages });
+    assert.equal(counted.input_tokens, m.usage.input_tokens);
     assert.equal(m.content[0].text, chat.choices[0].message.content);
     assert.equal(m.usage.output_tokens, chat.usage.completion_tokens);
     assert.equal(m.stop_reason, chat.choices[0].finish_reason === 'length' ? 'max_tokens' : 'end_turn');

@@ -138,6 +138,20 @@ TEST_F(AnthropicRouteTest, ToolUseBothWays) {
   EXPECT_NE(rendered.find("tool: 42"), std::string::npos) << rendered;
 }
 
+// count_tokens: the prompt the same request would submit, counted; nothing runs.
+TEST_F(AnthropicRouteTest, CountTokensCountsThePromptWithoutRunning) {
+  start();
+  int status = 0;
+  const json j = post_json("/v1/messages/count_tokens",
+                           R"({"model":"m","system":"S","messages":[{"role":"user","content":"Hi"}]})", &status);
+  ASSERT_EQ(status, 200) << j.dump();
+  // The fake renders "system: S\nuser: Hi\n" after BOS.
+  EXPECT_EQ(j["input_tokens"], 1 + std::string("system: S\nuser: Hi\n").size());
+  EXPECT_EQ(service_->submitted.load(), 0);
+  const json bad = post_json("/v1/messages/count_tokens", R"({"messages":[]})", &status);
+  EXPECT_EQ(status, 400) << bad.dump();
+}
+
 TEST_F(AnthropicRouteTest, WhatKeelCannotDoIsA400) {
   start();
   for (const char* body :
