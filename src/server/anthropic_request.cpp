@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/foreign_tools.h"
 #include "server/json_fields.h"
 
 namespace keel::server {
@@ -87,12 +88,7 @@ void add_message(const ordered& m, size_t index, ordered& out) {
 }
 
 ordered chat_tools(const ordered& tools) {
-  if (!tools.is_array()) throw bad_request("tools", "'tools' must be an array", "invalid_type");
-  ordered out = ordered::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ordered& t = tools[i];
-    const std::string param = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) throw bad_request(param, "'" + param + "' must be an object", "invalid_type");
+  return chat_function_tools(tools, [](const ordered& t, const std::string& param) {
     if (t.contains("type") && t["type"] != "custom") {
       throw unsupported(param, "server tools (\"type\": " + t["type"].dump() + ") are not supported; client tools only");
     }
@@ -100,9 +96,8 @@ ordered chat_tools(const ordered& tools) {
     if (t.contains("name")) fn["name"] = t["name"];
     if (t.contains("description")) fn["description"] = t["description"];
     fn["parameters"] = t.contains("input_schema") ? t["input_schema"] : ordered({{"type", "object"}});
-    out.push_back({{"type", "function"}, {"function", fn}});
-  }
-  return out;
+    return fn;
+  });
 }
 
 ordered chat_tool_choice(const ordered& c) {

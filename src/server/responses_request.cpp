@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/foreign_tools.h"
 #include "server/json_fields.h"
 
 namespace keel::server {
@@ -95,12 +96,8 @@ ordered chat_messages(const ordered& body) {
 // Function tools in chat's shape: {type, name, description, parameters, strict} becomes
 // {type, function: {name, description, parameters, strict}}. Hosted tools are a 400.
 ordered chat_tools(const ordered& tools) {
-  if (!tools.is_array()) throw bad_request("tools", "'tools' must be an array", "invalid_type");
-  ordered out = ordered::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ordered& t = tools[i];
-    const std::string param = "tools[" + std::to_string(i) + "]";
-    const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
+  return chat_function_tools(tools, [](const ordered& t, const std::string& param) {
+    const std::string type = t.contains("type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
     if (type != "function") {
       throw unsupported(param, "tools of type \"" + type + "\" are not supported (function tools only)");
     }
@@ -108,9 +105,8 @@ ordered chat_tools(const ordered& tools) {
     for (const char* k : {"name", "description", "parameters", "strict"}) {
       if (t.contains(k) && !t[k].is_null()) fn[k] = t[k];
     }
-    out.push_back({{"type", "function"}, {"function", fn}});
-  }
-  return out;
+    return fn;
+  });
 }
 
 }  // namespace
@@ -138,7 +134,7 @@ ResponsesRequest parse_responses_request(const json& body, const RequestLimits& 
     chat["max_tokens"] = *m;
     out.max_output_tokens = *m;
   }
-  if (const json* t = f.get("tools")) chat["tools"] = chat_tools(src["tools"]);
+  if (f.get("tools")) chat["tools"] = chat_tools(src["tools"]);
   if (const json* c = f.get("tool_choice")) {
     // {"type": "function", "name"} is chat's {"type": "function", "function": {"name"}}.
     const ordered& choice = src["tool_choice"];
