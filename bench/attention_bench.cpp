@@ -14,6 +14,7 @@
 #include "kv/page_pool.h"
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
+#include "tensor/q8_pairs.h"
 #include "tensor/types.h"
 
 namespace {
@@ -32,7 +33,9 @@ struct Pages {
   std::unique_ptr<keel::kv::PagePool> pool;  // the KV cache's own allocator (huge-page advised)
   keel::kv::KvLayerView view;
   std::vector<keel::kv::KvLayerView> layer_views;  // [layers]: the same positions, layer l
-  Pages(DType type, int64_t n_pos, int64_t layers) {
+  // v_pairs: q8_0 V stored as the KV cache stores it (pair tiles, kv::KvLayerView::v_pairs);
+  // false keeps the row layout (what the cache did before, and does for an odd page size).
+  Pages(DType type, int64_t n_pos, int64_t layers, bool v_pairs) {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     view.k_type = view.v_type = type;
@@ -43,6 +46,11 @@ struct Pages {
     view.k_head_bytes = view.v_head_bytes = keel::tensor::row_bytes(type, kHeadDim);
     view.k_token_stride = view.v_token_stride = view.k_head_bytes * kKvHeads;
     const size_t half = view.k_token_stride * kPage;  // one layer's K (or V) rows of a page
+    view.v_pairs = v_pairs && type == DType::kQ8_0;
+    if (view.v_pairs) {
+      view.v_head_bytes = keel::tensor::q8_pairs::tile_bytes(kPage, kHeadDim);
+      view.v_token_stride = 0;
+    }
     const int64_t n_pages = (n_pos + kPage - 1) / kPage;
     pool = std::make_unique<keel::kv::PagePool>(n_pages, 2 * half, static_cast<int32_t>(layers));
     std::vector<keel::kv::PageId> ids;
@@ -53,7 +61,12 @@ struct Pages {
       for (uint8_t* base : {k, k + half}) {
         for (int64_t t = 0; t < kPage * kKvHeads; ++t) {
           for (auto& x : row) x = nd(rng);
-          keel::tensor::quantize_row(type, row.data(), base + t * view.k_head_bytes, kHeadDim);
+          if (base != k && view.v_pairs) {  // row t % kPage of head t / kPage's tile
+            keel::tensor::q8_pairs::write_row(base + (t / kPage) * view.v_head_bytes, kPage, kHeadDim, t % kPage,
+                                              row.data());
+          } else {
+            keel::tensor::quantize_row(type, row.data(), base + t * view.k_head_bytes, kHeadDim);
+          }
         }
       }
     }
@@ -86,11 +99,12 @@ void evict_caches(keel::ThreadPool& pool) {
 }
 
 // args: type, rows (the last `rows` positions of a context of `ctx`), ctx, threads, isa,
-// layers per page (Pages), evict (1: caches evicted before each timed call, untimed)
+// layers per page (Pages), evict (1: caches evicted before each timed call, untimed),
+// q8_0 V layout (1: pair tiles, as the KV cache stores it; 0: rows)
 void BM_FlashAttention(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t rows = state.range(1), ctx = state.range(2);
-  Pages pages(type, ctx, state.range(5));
+  Pages pages(type, ctx, state.range(5), state.range(7) != 0);
   keel::ThreadPool pool(static_cast<int>(state.range(3)));
   const auto isa = static_cast<FlashIsa>(state.range(4));
   if (!keel::kernels::detail::flash_isa_available(isa)) {
@@ -128,7 +142,8 @@ void BM_FlashAttention(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   static const char* isa_names[] = {"auto", "twin", "avx2", "avx512"};
-  state.SetLabel(std::string(keel::tensor::dtype_name(type)) + " " + isa_names[state.range(4)]);
+  state.SetLabel(std::string(keel::tensor::dtype_name(type)) + " " + isa_names[state.range(4)] +
+                 (pages.view.v_pairs ? " v pairs" : ""));
   state.counters["pairs_per_s"] = benchmark::Counter(double(pairs), benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -136,20 +151,24 @@ void Shapes(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF16, DType::kQ8_0}) {
     for (int isa : {int(FlashIsa::kAvx2), int(FlashIsa::kAvx512)}) {
       for (int threads : {1, 2}) {
-        b->Args({int64_t(t), 512, 512, threads, isa, 1, 0});   // prefill pp512
-        b->Args({int64_t(t), 1, 4096, threads, isa, 1, 0});    // decode at depth 4096
+        b->Args({int64_t(t), 512, 512, threads, isa, 1, 0, 1});   // prefill pp512
+        b->Args({int64_t(t), 1, 4096, threads, isa, 1, 0, 1});    // decode at depth 4096
       }
     }
   }
   // Decode at depth 4096 in a 22-layer pool (TinyLlama's; 49 MB, beyond L3): the model's case.
-  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0});
+  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0, 1});
   // Past 4096 by half a segment (the decode of a tg128 run at depth 4096): 17 segments.
-  b->Args({int64_t(DType::kQ8_0), 1, 4096 + 128, 2, int(FlashIsa::kAvx512), 22, 0});
+  b->Args({int64_t(DType::kQ8_0), 1, 4096 + 128, 2, int(FlashIsa::kAvx512), 22, 0, 1});
   // The same with the caches evicted before each call: every page from DRAM, as in the model.
-  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 1});
-  b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0});  // K/V in L2
-  b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0});  // K/V beyond L3 (36 MB)
-  b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0});  // the scalar twin
+  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 1, 1});
+  b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V in L2
+  b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V beyond L3 (36 MB)
+  b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0, 1});  // the scalar twin
+  // q8_0 V in rows (the layout before pair tiles), beside the cache's layout above.
+  b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0, 0});
+  b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 0});
+  b->Args({int64_t(DType::kQ8_0), 512, 512, 2, int(FlashIsa::kAvx512), 1, 0, 0});
 }
 
 BENCHMARK(BM_FlashAttention)->Apply(Shapes)->MeasureProcessCPUTime();

@@ -12,6 +12,7 @@
 #include "kernels/attention_internal.h"
 #include "kernels/dot.h"
 #include "kernels/widen.h"
+#include "tensor/q8_pairs.h"
 
 namespace keel::kernels {
 
@@ -63,6 +64,13 @@ const float* k_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratc
 }
 
 const float* v_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch) {
+  if (v.v_pairs) {
+    const size_t page = static_cast<size_t>(p / v.page_tokens);
+    if (page >= v.v_pages.size() || v.v_pages[page] == nullptr) return nullptr;
+    tensor::q8_pairs::read_row(v.v_pages[page] + static_cast<size_t>(h) * v.v_head_bytes, v.page_tokens,
+                               v.head_dim_v, p % v.page_tokens, scratch);
+    return scratch;
+  }
   return row_at(v.v_pages, v.v_type, v.page_tokens, v.v_token_stride, v.v_head_bytes,
                 v.head_dim_v, p, h, scratch);
 }

@@ -187,7 +187,10 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
   s.scores.resize(static_cast<size_t>(max_group * pad16(span)));  // [group][pad16(span)]
   const FlashShape shape{dk, dv, p.scale, p.softcap};
   const bool widen_k = !twin && !reads_directly(v.k_type, dk);
-  const bool widen_v = !twin && !reads_directly(v.v_type, dv);
+  const bool widen_v = !twin && !v.v_pairs && !reads_directly(v.v_type, dv);
+  if (v.v_pairs && (v.v_type != tensor::DType::kQ8_0 || dv % 32 != 0 || pt % 2 != 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "flash attention: a pair-tile V view needs q8_0, head_dim_v % 32 == 0 and an even page_tokens");
+  }
   const int64_t max_pages = span / pt;
   if (widen_k) s.wk.resize(static_cast<size_t>(span * dk));  // [page][pt][dk]
   if (widen_v) s.wv.resize(static_cast<size_t>(span * dv));  // [page][pt][dv]
@@ -218,6 +221,8 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
       fp.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
       fp.k_stride = v.k_token_stride;
       fp.v_stride = v.v_token_stride;
+      fp.v_pairs = v.v_pairs;
+      fp.v_rows = pt;
       fp.offset = page_lo - tile_lo;
       fp.j0 = std::max(page_lo, lo) - page_lo;
       fp.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
@@ -269,11 +274,18 @@ void for_each_row_run(const kv::KvLayerView& v, int64_t lo, int64_t hi, Fn&& fn)
     const size_t page = static_cast<size_t>(page_lo / pt);
     if (!page_held(v, page)) continue;
     const int64_t r0 = std::max(lo, page_lo) - page_lo, r1 = std::min(hi, page_lo + pt - 1) - page_lo + 1;
-    for (const auto& [base, stride] : {std::pair{v.k_pages[page], v.k_token_stride},
-                                       std::pair{v.v_pages[page], v.v_token_stride}}) {
-      const auto first = reinterpret_cast<uintptr_t>(base + static_cast<size_t>(r0) * stride) & ~uintptr_t{63};
-      const auto last = reinterpret_cast<uintptr_t>(base + static_cast<size_t>(r1) * stride - 1);
+    auto run = [&](const uint8_t* begin, const uint8_t* end) {
+      const auto first = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{63};
+      const auto last = reinterpret_cast<uintptr_t>(end - 1);
       fn(reinterpret_cast<const char*>(first), static_cast<int64_t>((last - first) / 64 + 1));
+    };
+    const uint8_t* k = v.k_pages[page];
+    run(k + static_cast<size_t>(r0) * v.k_token_stride, k + static_cast<size_t>(r1) * v.k_token_stride);
+    const uint8_t* vb = v.v_pages[page];
+    if (v.v_pairs) {  // the page's pair tiles, every kv head: one region
+      run(vb, vb + static_cast<size_t>(v.n_kv_heads) * v.v_head_bytes);
+    } else {
+      run(vb + static_cast<size_t>(r0) * v.v_token_stride, vb + static_cast<size_t>(r1) * v.v_token_stride);
     }
   }
 }

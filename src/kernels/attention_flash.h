@@ -27,6 +27,18 @@
 //      L[lane(j)] = L[lane(j)] + p_j, 16 j at a time, ascending.
 //   5. acc[d] = acc[d] · c (skipped when c == 1, which changes no bit), then for visible j
 //      ascending: acc[d] = fma(p_j, v_j[d], acc[d]).
+//      For V in q8_0 pair tiles (FlashPage::v_pairs; the KV cache's q8_0 V) the sum is
+//      integer instead, as llama.cpp's quantized dots are: for each V block b (elements
+//      [32b, 32b + 32)), with vd_jb the f16 scale of row j's block as f32 and c_j[d] its code,
+//        M_b = max_def over the tile's visible j of vd_jb, from M_b = 0;
+//        P_max = pair_p_max(span); inv_b = M_b > 0 ? float(P_max) / M_b : 0;
+//        w_jb = vd_jb · inv_b for visible j, 0 for every other position of the tile;
+//      then per head P_jb = round-half-even(p_j · w_jb) (an integer in [0, P_max]),
+//        isum[d] = Σ_j P_jb(d) · c_j[d] (exact in int32: P_max bounds it),
+//        acc[d] = fma(M_b / float(P_max), float(isum[d]), acc[d]).
+//      The weights keep 15 bits relative to the tile's largest V scale, far below the
+//      error of the codes themselves; the SIMD forms run two keys per 32-bit lane
+//      (vpdpwssd / vpmaddwd) on codes the pair tile stores side by side.
 // Each tile runs from a fresh state; the tiles' states are then folded in ascending order
 // (flash_combine): m = max_def(m_a, m_b), ca = exp_defined(m_a − m), cb = exp_defined(m_b − m),
 // L = L_a · ca + L_b · cb, acc = acc_a · ca + acc_b · cb. So a long key range can be split
@@ -42,6 +54,7 @@
 // the three implementations agree bitwise (tested on odd sizes).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +78,10 @@ struct FlashPage {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   size_t k_stride = 0, v_stride = 0;
+  // V as a q8_0 pair tile (tensor/q8_pairs.h) of v_rows rows at v (v_stride unused); every
+  // page of a tile has the same layout. v_rows is even.
+  bool v_pairs = false;
+  int64_t v_rows = 0;
   int64_t offset = 0;  // page_lo − tile_lo
   int64_t j0 = 0, j1 = 0;
   // The next page's first n_next K/V rows (same strides), for the kernels to prefetch into
@@ -105,6 +122,13 @@ struct FlashShape {
   float scale = 1.0f;
   float softcap = 0.0f;
 };
+
+// Step 5's P_max for q8_0 pair V: at most 32767 (int16), and small enough that span keys of
+// |code| <= 127 cannot overflow an int32 sum.
+inline int32_t pair_p_max(int64_t span) {
+  const int64_t by_sum = int64_t{2147483647} / (127 * std::max<int64_t>(span, 1));
+  return static_cast<int32_t>(std::min<int64_t>(32767, by_sum));
+}
 
 // Step 2's score from the dot (shared by every implementation so they agree).
 inline float flash_score(float dot, const FlashShape& s) {

@@ -12,6 +12,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
+#include "tensor/q8_pairs.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c,fma")
@@ -185,6 +186,67 @@ void values_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, 
   }
 }
 
+// Step 5 for q8_0 pair V (attention_flash.h), one head at a time: the head's weights P as
+// int16, then per block 4 × 8 int32 sums, two keys per 32-bit lane by vpmaddwd (exact).
+void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const float* scores,
+                  int64_t sp) {
+  const int64_t dv = sh.dv, nb = dv / 32;
+  const int32_t p_max = pair_p_max(tile.span);
+  thread_local std::vector<float> w, f;
+  thread_local std::vector<int16_t> pq;
+  w.assign(static_cast<size_t>(nb * sp), 0.0f);  // [b][position]
+  f.resize(static_cast<size_t>(nb));
+  pq.resize(static_cast<size_t>(nb * sp));
+  auto scale = [](const FlashPage& t, int64_t b, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, t.v + 2 * (b * t.v_rows + j), 2);
+    return _cvtsh_ss(h);
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    float m_b = 0.0f;
+    for (int64_t pg = 0; pg < tile.n_pages; ++pg)
+      for (int64_t j = tile.pages[pg].j0; j < tile.pages[pg].j1; ++j) m_b = max_def(m_b, scale(tile.pages[pg], b, j));
+    const float inv = m_b > 0.0f ? static_cast<float>(p_max) / m_b : 0.0f;
+    f[b] = m_b / static_cast<float>(p_max);
+    for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+      const FlashPage& t = tile.pages[pg];
+      for (int64_t j = t.j0; j < t.j1; ++j) w[b * sp + t.offset + j] = scale(t, b, j) * inv;
+    }
+  }
+  for (int64_t h = 0; h < hd.n; ++h) {
+    const float* p = scores + h * sp;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t j = 0; j < sp; j += 8) {  // vcvtps2dq rounds half to even (MXCSR default)
+        const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_loadu_ps(&w[b * sp + j])));
+        const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(&pq[b * sp + j]), q16);
+      }
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+      const int16_t* pb = &pq[b * sp];
+      for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+        const FlashPage& t = tile.pages[pg];
+        const uint8_t* codes = t.v + tensor::q8_pairs::codes_offset(t.v_rows, dv) + 64 * b;
+        for (int64_t jp = t.j0 / 2; jp < (t.j1 + 1) / 2; ++jp) {
+          const uint8_t* c = codes + jp * 2 * dv;
+          int32_t pair;
+          std::memcpy(&pair, pb + t.offset + 2 * jp, 4);
+          const __m256i bc = _mm256_set1_epi32(pair);
+          for (int i = 0; i < 4; ++i) {
+            const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 16 * i)));
+            a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(v, bc));
+          }
+        }
+      }
+      const __m256 fv = _mm256_set1_ps(f[b]);
+      float* o = hd.acc[h] + 32 * b;
+      for (int i = 0; i < 4; ++i)
+        _mm256_storeu_ps(o + 8 * i, _mm256_fmadd_ps(fv, _mm256_cvtepi32_ps(a[i]), _mm256_loadu_ps(o + 8 * i)));
+    }
+  }
+}
+
 // Steps 3–4 and the rescale of step 5 for every head.
 void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -235,6 +297,10 @@ void flash_tile_avx2(const FlashShape& sh, const FlashTile& tile, const FlashHea
     }
   }
   softmax_update(sh, hd, scores, sp);
+  if (tile.n_pages > 0 && tile.pages[0].v_pairs) {
+    values_pairs(sh, tile, hd, scores, sp);
+    return;
+  }
   for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
     const FlashPage& t = tile.pages[pg];
     const float* p = scores + t.offset;

@@ -12,6 +12,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
+#include "tensor/q8_pairs.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
@@ -398,6 +399,109 @@ void values_all(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, 
   }
 }
 
+// Step 5 for q8_0 pair V (attention_flash.h): the tile's weights P as int16 [head][block][sp],
+// then per block of 32 elements 2 × 16 int32 sums per head, two keys per vpdpwssd.
+struct PairWeights {
+  std::vector<float> w;      // [nb][sp]
+  std::vector<int16_t> p;    // [n heads][nb][sp]
+  std::vector<float> f;      // [nb] M_b / P_max
+};
+
+void pair_weights(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const float* scores,
+                  int64_t sp, PairWeights& pw) {
+  const int64_t nb = sh.dv / 32;
+  const int32_t p_max = pair_p_max(tile.span);
+  pw.w.assign(static_cast<size_t>(nb * sp), 0.0f);
+  pw.p.resize(static_cast<size_t>(hd.n * nb * sp));
+  pw.f.resize(static_cast<size_t>(nb));
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512 mv = _mm512_setzero_ps();  // masked-off lanes read 0, which M_b starts from
+    for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+      const FlashPage& t = tile.pages[pg];
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.v_rows;
+      for (int64_t j = t.j0; j < t.j1; j += 16) {
+        const __mmask16 m = lanes_below(std::min<int64_t>(16, t.j1 - j));
+        mv = _mm512_max_ps(mv, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, sc + j)));
+      }
+    }
+    const float m_b = reduce_max(mv);
+    const float inv = m_b > 0.0f ? static_cast<float>(p_max) / m_b : 0.0f;
+    pw.f[b] = m_b / static_cast<float>(p_max);
+    const __m512 iv = _mm512_set1_ps(inv);
+    for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+      const FlashPage& t = tile.pages[pg];
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.v_rows;
+      float* w = pw.w.data() + b * sp + t.offset;
+      for (int64_t j = t.j0; j < t.j1; j += 16) {
+        const __mmask16 m = lanes_below(std::min<int64_t>(16, t.j1 - j));
+        _mm512_mask_storeu_ps(w + j, m, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, sc + j)), iv));
+      }
+    }
+  }
+  for (int64_t h = 0; h < hd.n; ++h) {
+    const float* p = scores + h * sp;
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* w = pw.w.data() + b * sp;
+      int16_t* out = pw.p.data() + (h * nb + b) * sp;
+      for (int64_t j = 0; j < sp; j += 16) {  // vcvtps2dq rounds half to even (MXCSR default)
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(w + j)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm512_cvtepi32_epi16(q));
+      }
+    }
+  }
+}
+
+template <int NB>
+void values_pairs_block(const FlashShape& sh, const FlashTile& tile, const PairWeights& pw, int64_t h0,
+                        int64_t sp, float* const* acc) {
+  const int64_t dv = sh.dv, nb = dv / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i a[NB][2];
+    for (int h = 0; h < NB; ++h) a[h][0] = a[h][1] = _mm512_setzero_si512();
+    const int16_t* pb[NB];
+    for (int h = 0; h < NB; ++h) pb[h] = pw.p.data() + ((h0 + h) * nb + b) * sp;
+    for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
+      const FlashPage& t = tile.pages[pg];
+      const uint8_t* codes = t.v + tensor::q8_pairs::codes_offset(t.v_rows, dv) + 64 * b;
+      for (int64_t jp = t.j0 / 2; jp < (t.j1 + 1) / 2; ++jp) {
+        const uint8_t* c = codes + jp * 2 * dv;
+        const __m512i v0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)));
+        const __m512i v1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 32)));
+        const int64_t pos = t.offset + 2 * jp;
+        for (int h = 0; h < NB; ++h) {
+          a[h][0] = dpwssd_bcast(a[h][0], v0, pb[h] + pos);
+          a[h][1] = dpwssd_bcast(a[h][1], v1, pb[h] + pos);
+        }
+      }
+    }
+    const __m512 f = _mm512_set1_ps(pw.f[b]);
+    for (int h = 0; h < NB; ++h) {
+      float* o = acc[h] + 32 * b;
+      _mm512_storeu_ps(o, _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(a[h][0]), _mm512_loadu_ps(o)));
+      _mm512_storeu_ps(o + 16, _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(a[h][1]), _mm512_loadu_ps(o + 16)));
+    }
+  }
+}
+
+void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const float* scores,
+                  int64_t sp) {
+  thread_local PairWeights pw;
+  pair_weights(sh, tile, hd, scores, sp, pw);
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
+    float* const* acc = hd.acc + h0;
+    switch (std::min<int64_t>(8, hd.n - h0)) {
+      case 1: values_pairs_block<1>(sh, tile, pw, h0, sp, acc); break;
+      case 2: values_pairs_block<2>(sh, tile, pw, h0, sp, acc); break;
+      case 3: values_pairs_block<3>(sh, tile, pw, h0, sp, acc); break;
+      case 4: values_pairs_block<4>(sh, tile, pw, h0, sp, acc); break;
+      case 5: values_pairs_block<5>(sh, tile, pw, h0, sp, acc); break;
+      case 6: values_pairs_block<6>(sh, tile, pw, h0, sp, acc); break;
+      case 7: values_pairs_block<7>(sh, tile, pw, h0, sp, acc); break;
+      default: values_pairs_block<8>(sh, tile, pw, h0, sp, acc); break;
+    }
+  }
+}
+
 // Steps 3–4 and the rescale of step 5 for every head.
 void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 16) {
@@ -490,6 +594,10 @@ void flash_tile_avx512(const FlashShape& sh, const FlashTile& tile, const FlashH
   }
   softmax_update(sh, hd, scores, sp);
   if (tile.n_pages == 0) return;
+  if (tile.pages[0].v_pairs) {
+    values_pairs(sh, tile, hd, scores, sp);
+    return;
+  }
   switch (tile.pages[0].v_type) {  // one type for every page (the driver widens all or none)
     case DType::kF32: values_all<DType::kF32>(sh, tile, hd, scores, sp); break;
     case DType::kF16: values_all<DType::kF16>(sh, tile, hd, scores, sp); break;

@@ -9,6 +9,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
+#include "tensor/q8_pairs.h"
 
 // The definition separates multiplies from adds except where it says fma.
 #pragma GCC optimize("fp-contract=off")
@@ -74,6 +75,55 @@ float dot_q8(const FlashHeads& hd, int64_t h, const uint8_t* k, int64_t n) {
   return dot;
 }
 
+float pair_scale(const FlashPage& page, int64_t b, int64_t j) {
+  uint16_t h;
+  std::memcpy(&h, page.v + 2 * (b * page.v_rows + j), 2);
+  return tensor::fp16_to_fp32(h);
+}
+
+int32_t pair_code(const FlashPage& page, int64_t dv, int64_t j, int64_t d) {
+  const uint8_t* codes = page.v + tensor::q8_pairs::codes_offset(page.v_rows, dv);
+  return static_cast<int8_t>(codes[(j / 2) * 2 * dv + 2 * d + (j & 1)]);
+}
+
+// Step 5's integer p·v for V in q8_0 pair tiles (p_j in scores, after the softmax update).
+void values_pairs(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd, const float* scores) {
+  const int64_t sp = pad16(t.span), nb = sh.dv / 32;
+  const int32_t p_max = pair_p_max(t.span);
+  thread_local std::vector<float> w, m_b, f_b;
+  thread_local std::vector<int32_t> isum;
+  w.assign(static_cast<size_t>(nb * sp), 0.0f);  // [b][position]
+  m_b.assign(static_cast<size_t>(nb), 0.0f);
+  f_b.resize(static_cast<size_t>(nb));
+  isum.resize(static_cast<size_t>(sh.dv));
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t pg = 0; pg < t.n_pages; ++pg)
+      for (int64_t j = t.pages[pg].j0; j < t.pages[pg].j1; ++j) m_b[b] = max_def(m_b[b], pair_scale(t.pages[pg], b, j));
+    const float inv = m_b[b] > 0.0f ? static_cast<float>(p_max) / m_b[b] : 0.0f;
+    for (int64_t pg = 0; pg < t.n_pages; ++pg) {
+      const FlashPage& page = t.pages[pg];
+      for (int64_t j = page.j0; j < page.j1; ++j) w[b * sp + page.offset + j] = pair_scale(page, b, j) * inv;
+    }
+    f_b[b] = m_b[b] / static_cast<float>(p_max);
+  }
+  for (int64_t h = 0; h < hd.n; ++h) {
+    const float* p = scores + h * sp;
+    std::fill(isum.begin(), isum.end(), 0);
+    for (int64_t pg = 0; pg < t.n_pages; ++pg) {
+      const FlashPage& page = t.pages[pg];
+      for (int64_t j = page.j0; j < page.j1; ++j) {
+        const int64_t pos = page.offset + j;
+        for (int64_t d = 0; d < sh.dv; ++d) {
+          const auto weight = static_cast<int32_t>(std::nearbyint(p[pos] * w[(d / 32) * sp + pos]));
+          isum[d] += weight * pair_code(page, sh.dv, j, d);
+        }
+      }
+    }
+    float* acc = hd.acc[h];
+    for (int64_t d = 0; d < sh.dv; ++d) acc[d] = std::fma(f_b[d / 32], static_cast<float>(isum[d]), acc[d]);
+  }
+}
+
 }  // namespace
 
 void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads& hd,
@@ -116,6 +166,10 @@ void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads&
     }
   }
 
+  if (t.n_pages > 0 && t.pages[0].v_pairs) {
+    values_pairs(sh, t, hd, scores);
+    return;
+  }
   for (int64_t pg = 0; pg < t.n_pages; ++pg) {
     const FlashPage& page = t.pages[pg];
     const float* p = scores + page.offset;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kv/kv_state.h"
+#include "tensor/q8_pairs.h"
 
 namespace keel::kv {
 
@@ -113,16 +114,54 @@ uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos
   const GroupSpec& sp = spec(g);
   return pools[g].slice(page, local) + (pos % page_tokens()) * sp.k_row_bytes;
 }
-uint8_t* KvCache::Impl::v_row(int32_t g, PageId page, int32_t local, int64_t pos) {
-  const GroupSpec& sp = spec(g);
-  return pools[g].slice(page, local) + page_tokens() * sp.k_row_bytes +
-         (pos % page_tokens()) * sp.v_row_bytes;
+uint8_t* KvCache::Impl::v_slice(int32_t g, PageId page, int32_t local) {
+  return pools[g].slice(page, local) + page_tokens() * spec(g).k_row_bytes;
 }
 const uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos) const {
   return const_cast<Impl*>(this)->k_row(g, page, local, pos);
 }
-const uint8_t* KvCache::Impl::v_row(int32_t g, PageId page, int32_t local, int64_t pos) const {
-  return const_cast<Impl*>(this)->v_row(g, page, local, pos);
+const uint8_t* KvCache::Impl::v_slice(int32_t g, PageId page, int32_t local) const {
+  return const_cast<Impl*>(this)->v_slice(g, page, local);
+}
+
+bool KvCache::Impl::v_pairs() const {
+  return options.v_type == tensor::DType::kQ8_0 && options.page_tokens % 2 == 0;
+}
+
+void KvCache::Impl::store_v(int32_t g, PageId page, int32_t local, int64_t pos, const float* row) {
+  const int64_t pt = page_tokens(), dv = layout.head_dim_v, j = pos % pt;
+  uint8_t* base = v_slice(g, page, local);
+  if (!v_pairs()) {
+    tensor::quantize_row(options.v_type, row, base + j * spec(g).v_row_bytes, layout.n_kv_heads * dv);
+    return;
+  }
+  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
+  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_pairs::write_row(base + h * tile, pt, dv, j, row + h * dv);
+}
+
+void KvCache::Impl::load_v(int32_t g, PageId page, int32_t local, int64_t pos, float* row) const {
+  const int64_t pt = page_tokens(), dv = layout.head_dim_v, j = pos % pt;
+  const uint8_t* base = v_slice(g, page, local);
+  if (!v_pairs()) {
+    tensor::dequantize_row(options.v_type, base + j * spec(g).v_row_bytes, row, layout.n_kv_heads * dv);
+    return;
+  }
+  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
+  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_pairs::read_row(base + h * tile, pt, dv, j, row + h * dv);
+}
+
+void KvCache::Impl::copy_v(int32_t g, int32_t local, PageId dst, int64_t dst_pos, PageId src, int64_t src_pos) {
+  const int64_t pt = page_tokens(), dv = layout.head_dim_v;
+  uint8_t* to = v_slice(g, dst, local);
+  const uint8_t* from = v_slice(g, src, local);
+  if (!v_pairs()) {
+    const size_t row = spec(g).v_row_bytes;
+    std::memcpy(to + (dst_pos % pt) * row, from + (src_pos % pt) * row, row);
+    return;
+  }
+  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
+  for (int64_t h = 0; h < layout.n_kv_heads; ++h)
+    tensor::q8_pairs::copy_row(to + h * tile, dst_pos % pt, from + h * tile, src_pos % pt, pt, dv);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -249,8 +288,7 @@ void KvCache::write_k(SeqId seq, int32_t layer, int64_t pos, const float* row) {
 
 void KvCache::write_v(SeqId seq, int32_t layer, int64_t pos, const float* row) {
   const RowTarget t = writable_row(*impl_, seq, layer, pos, "write_v");
-  tensor::quantize_row(impl_->options.v_type, row, impl_->v_row(t.group, t.page, t.local, pos),
-                       impl_->layout.n_kv_heads * impl_->layout.head_dim_v);
+  impl_->store_v(t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::read_k(SeqId seq, int32_t layer, int64_t pos, float* row) const {
@@ -261,8 +299,7 @@ void KvCache::read_k(SeqId seq, int32_t layer, int64_t pos, float* row) const {
 
 void KvCache::read_v(SeqId seq, int32_t layer, int64_t pos, float* row) const {
   const RowTarget t = held_row(*impl_, seq, layer, pos, "read_v");
-  tensor::dequantize_row(impl_->options.v_type, impl_->v_row(t.group, t.page, t.local, pos), row,
-                         impl_->layout.n_kv_heads * impl_->layout.head_dim_v);
+  impl_->load_v(t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::commit(SeqId seq, int64_t n_new) {
@@ -310,9 +347,15 @@ void KvCache::view(SeqId seq, int32_t layer, KvLayerView* out) const {
   const auto& table = s.pages[slot.group];
   v.first_held = std::min(v.n_positions, Impl::first_held_page(table) * m.page_tokens());
   v.k_token_stride = sp.k_row_bytes;
-  v.v_token_stride = sp.v_row_bytes;
   v.k_head_bytes = tensor::row_bytes(m.options.k_type, m.layout.head_dim_k);
-  v.v_head_bytes = tensor::row_bytes(m.options.v_type, m.layout.head_dim_v);
+  v.v_pairs = m.v_pairs();
+  if (v.v_pairs) {
+    v.v_token_stride = 0;
+    v.v_head_bytes = tensor::q8_pairs::tile_bytes(m.page_tokens(), m.layout.head_dim_v);
+  } else {
+    v.v_token_stride = sp.v_row_bytes;
+    v.v_head_bytes = tensor::row_bytes(m.options.v_type, m.layout.head_dim_v);
+  }
   v.k_pages.reserve(table.size());
   v.v_pages.reserve(table.size());
   for (PageId p : table) {
@@ -321,7 +364,7 @@ void KvCache::view(SeqId seq, int32_t layer, KvLayerView* out) const {
       v.v_pages.push_back(nullptr);
     } else {
       v.k_pages.push_back(m.k_row(slot.group, p, slot.local, 0));
-      v.v_pages.push_back(m.v_row(slot.group, p, slot.local, 0));
+      v.v_pages.push_back(m.v_slice(slot.group, p, slot.local));
     }
   }
 }

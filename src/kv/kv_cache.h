@@ -72,7 +72,11 @@ struct KvOptions {
 // Read-only view of one layer of one sequence, for attention kernels.
 // Page i covers positions [i*page_tokens, (i+1)*page_tokens). Within a page, the K row of
 // position p and kv-head h starts at k_pages[i] + (p % page_tokens) * k_token_stride +
-// h * k_head_bytes, holding head_dim_k elements of k_type (same for V).
+// h * k_head_bytes, holding head_dim_k elements of k_type (same for V, unless v_pairs).
+// v_pairs (q8_0 V with an even page_tokens): page i's V of kv-head h is a q8_0 pair tile
+// (tensor/q8_pairs.h) of page_tokens rows × head_dim_v at v_pages[i] + h * v_head_bytes
+// (v_head_bytes = the tile's bytes; v_token_stride = 0). The scales of a page's rows are
+// then one contiguous read and the codes come paired by key, as attention's p·v wants.
 struct KvLayerView {
   tensor::DType k_type, v_type;
   int64_t n_kv_heads = 0, head_dim_k = 0, head_dim_v = 0;
@@ -82,6 +86,7 @@ struct KvLayerView {
   int64_t first_held = 0;      // positions below this are not held (sliding window)
   size_t k_token_stride = 0, k_head_bytes = 0;
   size_t v_token_stride = 0, v_head_bytes = 0;
+  bool v_pairs = false;
   std::vector<const uint8_t*> k_pages, v_pages;  // nullptr where not held
 };
 

@@ -167,7 +167,7 @@ void shift_group(KvCache::Impl& m, Sequence& s, int32_t g, const ShiftPlan& p,
         int64_t n_moved = 0;
         for (int64_t q = begin; q < end; ++q) {
           const PageId from = old[p.src(q) / P];
-          std::memcpy(m.v_row(g, fresh[i], l, q), m.v_row(g, from, l, p.src(q)), sp.v_row_bytes);
+          m.copy_v(g, l, fresh[i], q, from, p.src(q));
           if (q < p.keep) {
             std::memcpy(m.k_row(g, fresh[i], l, q), m.k_row(g, from, l, p.src(q)), sp.k_row_bytes);
           } else {

@@ -162,6 +162,13 @@ const FlashCase kFlashCases[] = {
     {DType::kQ8_0, DType::kQ8_0, 8, 1, 64, 64, 32, 40, 0.0f, true},
     {DType::kBF16, DType::kF16, 2, 2, 48, 48, 8, 13, 30.0f, false},
     {DType::kF32, DType::kQ8_0, 3, 2, 32, 32, 12, 0, 5.0f, true},
+    // q8_0 V in pair tiles (even pages): 3 blocks, groups past one 8-head block, odd rows
+    // at both ends; a 128-key page (segments of 1024: a smaller P_max, step 5); an odd page
+    // keeps q8_0 V in rows.
+    {DType::kF16, DType::kQ8_0, 12, 1, 96, 96, 16, 0, 0.0f, false},
+    {DType::kQ8_0, DType::kQ8_0, 5, 2, 32, 32, 6, 11, 0.0f, true},
+    {DType::kQ8_0, DType::kQ8_0, 2, 1, 32, 32, 128, 0, 0.0f, false},
+    {DType::kQ8_0, DType::kQ8_0, 3, 2, 64, 64, 17, 0, 0.0f, true},
     // Types the kernels do not read directly (widened first).
     {DType::kQ4_0, DType::kQ4_0, 4, 2, 64, 64, 32, 0, 0.0f, false},
     {DType::kQ8_0, DType::kQ5_1, 2, 2, 64, 32, 16, 9, 0.0f, true},

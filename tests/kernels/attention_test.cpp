@@ -132,6 +132,30 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::kQ4_1, DType::kQ5_0, 2, 2, 32, 64, 0, 0.0f, false},
                       Case{DType::kQ5_1, DType::kF16, 2, 1, 32, 32, 0, 0.0f, true}));
 
+// q8_0 V in pair tiles sums p·v in integers with weights kept to 15 bits of the tile's
+// largest V scale (attention_flash.h, step 5): at depth, flash stays close to the plain
+// path, which sums the same V values in f32.
+TEST(Attention, PairTileValuesStayCloseToTheFloatSumAtDepth) {
+  FakeLayer f(1500, 2, 64, 64, 32, DType::kF16, DType::kQ8_0, 21);
+  ASSERT_TRUE(f.view.v_pairs);
+  const int64_t n_head = 8;
+  std::vector<int64_t> pos = {0, 31, 700, 1499};
+  std::mt19937 rng(8);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> q(pos.size() * n_head * 64);
+  for (auto& x : q) x = d(rng);
+  std::vector<const kv::KvLayerView*> views(pos.size(), &f.view);
+  AttentionParams p;
+  p.n_head = n_head;
+  p.scale = 1.0f / 8.0f;
+  std::vector<float> plain(pos.size() * n_head * 64), flash(plain.size());
+  ThreadPool pool(2);
+  attention(q.data(), pos.data(), views.data(), static_cast<int64_t>(pos.size()), p, plain.data(), &pool);
+  p.flash = true;
+  attention(q.data(), pos.data(), views.data(), static_cast<int64_t>(pos.size()), p, flash.data(), &pool);
+  for (size_t i = 0; i < plain.size(); ++i) ASSERT_NEAR(flash[i], plain[i], 2e-4) << "element " << i;
+}
+
 TEST(Attention, FullyMaskedRowGivesZerosAndCounts) {
   FakeLayer f(16, 1, 8, 8, 4, DType::kF32, DType::kF32, 1);
   f.view.window = 4;
