@@ -14,7 +14,7 @@
 #include "kv/page_pool.h"
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 #include "tensor/types.h"
 
 namespace {
@@ -33,9 +33,11 @@ struct Pages {
   std::unique_ptr<keel::kv::PagePool> pool;  // the KV cache's own allocator (huge-page advised)
   keel::kv::KvLayerView view;
   std::vector<keel::kv::KvLayerView> layer_views;  // [layers]: the same positions, layer l
-  // v_pairs: q8_0 V stored as the KV cache stores it (pair tiles, kv::KvLayerView::v_pairs);
-  // false keeps the row layout (what the cache did before, and does for an odd page size).
-  Pages(DType type, int64_t n_pos, int64_t layers, bool v_pairs) {
+  // tiles: q8_0 K and V stored as the KV cache stores them (kv::KvLayerView::k_tiles,
+  // v_pairs); false keeps rows (what the cache did before, and does for other page sizes).
+  Pages(DType type, int64_t n_pos, int64_t layers, bool tiles) {
+    const auto k_shape = keel::tensor::q8_tile::key_groups(kPage, kHeadDim);
+    const auto v_shape = keel::tensor::q8_tile::value_pairs(kPage, kHeadDim);
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     view.k_type = view.v_type = type;
@@ -46,10 +48,10 @@ struct Pages {
     view.k_head_bytes = view.v_head_bytes = keel::tensor::row_bytes(type, kHeadDim);
     view.k_token_stride = view.v_token_stride = view.k_head_bytes * kKvHeads;
     const size_t half = view.k_token_stride * kPage;  // one layer's K (or V) rows of a page
-    view.v_pairs = v_pairs && type == DType::kQ8_0;
-    if (view.v_pairs) {
-      view.v_head_bytes = keel::tensor::q8_pairs::tile_bytes(kPage, kHeadDim);
-      view.v_token_stride = 0;
+    view.k_tiles = view.v_pairs = tiles && type == DType::kQ8_0;
+    if (view.k_tiles) {
+      view.k_head_bytes = view.v_head_bytes = keel::tensor::q8_tile::tile_bytes(k_shape);  // both shapes: the same bytes
+      view.k_token_stride = view.v_token_stride = 0;
     }
     const int64_t n_pages = (n_pos + kPage - 1) / kPage;
     pool = std::make_unique<keel::kv::PagePool>(n_pages, 2 * half, static_cast<int32_t>(layers));
@@ -61,9 +63,9 @@ struct Pages {
       for (uint8_t* base : {k, k + half}) {
         for (int64_t t = 0; t < kPage * kKvHeads; ++t) {
           for (auto& x : row) x = nd(rng);
-          if (base != k && view.v_pairs) {  // row t % kPage of head t / kPage's tile
-            keel::tensor::q8_pairs::write_row(base + (t / kPage) * view.v_head_bytes, kPage, kHeadDim, t % kPage,
-                                              row.data());
+          if (view.k_tiles) {  // row t % kPage of head t / kPage's tile
+            keel::tensor::q8_tile::write_row(base + (t / kPage) * view.k_head_bytes, base == k ? k_shape : v_shape,
+                                             t % kPage, row.data());
           } else {
             keel::tensor::quantize_row(type, row.data(), base + t * view.k_head_bytes, kHeadDim);
           }
@@ -100,7 +102,7 @@ void evict_caches(keel::ThreadPool& pool) {
 
 // args: type, rows (the last `rows` positions of a context of `ctx`), ctx, threads, isa,
 // layers per page (Pages), evict (1: caches evicted before each timed call, untimed),
-// q8_0 V layout (1: pair tiles, as the KV cache stores it; 0: rows)
+// q8_0 K/V layout (1: tiles, as the KV cache stores them; 0: rows)
 void BM_FlashAttention(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t rows = state.range(1), ctx = state.range(2);
@@ -143,7 +145,7 @@ void BM_FlashAttention(benchmark::State& state) {
   }
   static const char* isa_names[] = {"auto", "twin", "avx2", "avx512"};
   state.SetLabel(std::string(keel::tensor::dtype_name(type)) + " " + isa_names[state.range(4)] +
-                 (pages.view.v_pairs ? " v pairs" : ""));
+                 (pages.view.k_tiles ? " tiles" : ""));
   state.counters["pairs_per_s"] = benchmark::Counter(double(pairs), benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -165,7 +167,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V in L2
   b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V beyond L3 (36 MB)
   b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0, 1});  // the scalar twin
-  // q8_0 V in rows (the layout before pair tiles), beside the cache's layout above.
+  // q8_0 K/V in rows (the layout before tiles), beside the cache's layout above.
   b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0, 0});
   b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 0});
   b->Args({int64_t(DType::kQ8_0), 512, 512, 2, int(FlashIsa::kAvx512), 1, 0, 0});

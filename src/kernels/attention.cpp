@@ -12,7 +12,7 @@
 #include "kernels/attention_internal.h"
 #include "kernels/dot.h"
 #include "kernels/widen.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 
 namespace keel::kernels {
 
@@ -56,20 +56,31 @@ const float* row_at(const std::vector<const uint8_t*>& pages, tensor::DType type
   widen_row(type, src, scratch, d);  // tensor::dequantize_row's values, SIMD where it can
   return scratch;
 }
+
+// A row of a q8_0 tile page (kv::KvLayerView::k_tiles / v_pairs), dequantized.
+const float* tile_row_at(const std::vector<const uint8_t*>& pages, const tensor::q8_tile::Shape& shape,
+                         size_t head_bytes, int64_t p, int64_t h, float* scratch) {
+  const size_t page = static_cast<size_t>(p / shape.n);
+  if (page >= pages.size() || pages[page] == nullptr) return nullptr;
+  tensor::q8_tile::read_row(pages[page] + static_cast<size_t>(h) * head_bytes, shape, p % shape.n, scratch);
+  return scratch;
+}
+
 }  // namespace
 
 const float* k_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch) {
+  if (v.k_tiles) {
+    return tile_row_at(v.k_pages, tensor::q8_tile::key_groups(v.page_tokens, v.head_dim_k), v.k_head_bytes, p, h,
+                       scratch);
+  }
   return row_at(v.k_pages, v.k_type, v.page_tokens, v.k_token_stride, v.k_head_bytes,
                 v.head_dim_k, p, h, scratch);
 }
 
 const float* v_row(const kv::KvLayerView& v, int64_t p, int64_t h, float* scratch) {
   if (v.v_pairs) {
-    const size_t page = static_cast<size_t>(p / v.page_tokens);
-    if (page >= v.v_pages.size() || v.v_pages[page] == nullptr) return nullptr;
-    tensor::q8_pairs::read_row(v.v_pages[page] + static_cast<size_t>(h) * v.v_head_bytes, v.page_tokens,
-                               v.head_dim_v, p % v.page_tokens, scratch);
-    return scratch;
+    return tile_row_at(v.v_pages, tensor::q8_tile::value_pairs(v.page_tokens, v.head_dim_v), v.v_head_bytes, p, h,
+                       scratch);
   }
   return row_at(v.v_pages, v.v_type, v.page_tokens, v.v_token_stride, v.v_head_bytes,
                 v.head_dim_v, p, h, scratch);

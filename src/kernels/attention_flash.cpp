@@ -188,8 +188,10 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
   const FlashShape shape{dk, dv, p.scale, p.softcap};
   const bool widen_k = !twin && !reads_directly(v.k_type, dk);
   const bool widen_v = !twin && !v.v_pairs && !reads_directly(v.v_type, dv);
-  if (v.v_pairs && (v.v_type != tensor::DType::kQ8_0 || dv % 32 != 0 || pt % 2 != 0)) {
-    throw Error(ErrorCode::kInvalidArgument, "flash attention: a pair-tile V view needs q8_0, head_dim_v % 32 == 0 and an even page_tokens");
+  if ((v.v_pairs && (v.v_type != tensor::DType::kQ8_0 || dv % 32 != 0 || pt % 2 != 0)) ||
+      (v.k_tiles && (v.k_type != tensor::DType::kQ8_0 || dk % 32 != 0 || pt % 16 != 0))) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "flash attention: a q8_0 tile view needs q8_0, head dimensions % 32 == 0 and pages of whole tile groups");
   }
   const int64_t max_pages = span / pt;
   if (widen_k) s.wk.resize(static_cast<size_t>(span * dk));  // [page][pt][dk]
@@ -221,8 +223,9 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
       fp.v = v.v_pages[page] + static_cast<size_t>(t.kvh) * v.v_head_bytes;
       fp.k_stride = v.k_token_stride;
       fp.v_stride = v.v_token_stride;
+      fp.k_tiles = v.k_tiles;
       fp.v_pairs = v.v_pairs;
-      fp.v_rows = pt;
+      fp.tile_rows = pt;
       fp.offset = page_lo - tile_lo;
       fp.j0 = std::max(page_lo, lo) - page_lo;
       fp.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
@@ -280,7 +283,11 @@ void for_each_row_run(const kv::KvLayerView& v, int64_t lo, int64_t hi, Fn&& fn)
       fn(reinterpret_cast<const char*>(first), static_cast<int64_t>((last - first) / 64 + 1));
     };
     const uint8_t* k = v.k_pages[page];
-    run(k + static_cast<size_t>(r0) * v.k_token_stride, k + static_cast<size_t>(r1) * v.k_token_stride);
+    if (v.k_tiles) {  // the page's key tiles, every kv head: one region
+      run(k, k + static_cast<size_t>(v.n_kv_heads) * v.k_head_bytes);
+    } else {
+      run(k + static_cast<size_t>(r0) * v.k_token_stride, k + static_cast<size_t>(r1) * v.k_token_stride);
+    }
     const uint8_t* vb = v.v_pages[page];
     if (v.v_pairs) {  // the page's pair tiles, every kv head: one region
       run(vb, vb + static_cast<size_t>(v.n_kv_heads) * v.v_head_bytes);

@@ -78,10 +78,11 @@ struct FlashPage {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   size_t k_stride = 0, v_stride = 0;
-  // V as a q8_0 pair tile (tensor/q8_pairs.h) of v_rows rows at v (v_stride unused); every
-  // page of a tile has the same layout. v_rows is even.
-  bool v_pairs = false;
-  int64_t v_rows = 0;
+  // K / V as q8_0 tiles (tensor/q8_tile.h) of tile_rows rows at k / v (the stride unused):
+  // k_tiles = key_groups (tile_rows a multiple of 16), v_pairs = value_pairs (tile_rows
+  // even). Every page of a tile has the same layout.
+  bool k_tiles = false, v_pairs = false;
+  int64_t tile_rows = 0;
   int64_t offset = 0;  // page_lo − tile_lo
   int64_t j0 = 0, j1 = 0;
   // The next page's first n_next K/V rows (same strides), for the kernels to prefetch into

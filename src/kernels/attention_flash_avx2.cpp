@@ -12,7 +12,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c,fma")
@@ -134,8 +134,14 @@ void values_block(const FlashShape& sh, const FlashPage& t, const float* p, int6
 // widened to int16, multiplied and summed in pairs by vpmaddwd (exact), then summed.
 void scores_q8(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s, int64_t sp) {
   const int64_t nb = sh.dk / 32;
+  thread_local std::vector<tensor::BlockQ8_0> key_blocks;
+  key_blocks.resize(static_cast<size_t>(nb));
   for (int64_t j = t.j0; j < t.j1; ++j) {
     const uint8_t* row = t.k + j * t.k_stride;
+    if (t.k_tiles) {  // the row's blocks out of the key tile (this form reads rows)
+      tensor::q8_tile::read_blocks(t.k, tensor::q8_tile::key_groups(t.tile_rows, sh.dk), j, key_blocks.data());
+      row = reinterpret_cast<const uint8_t*>(key_blocks.data());
+    }
     for (int64_t h = 0; h < hd.n; ++h) {
       float dot = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
@@ -199,7 +205,7 @@ void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
   pq.resize(static_cast<size_t>(nb * sp));
   auto scale = [](const FlashPage& t, int64_t b, int64_t j) {
     uint16_t h;
-    std::memcpy(&h, t.v + 2 * (b * t.v_rows + j), 2);
+    std::memcpy(&h, t.v + 2 * (b * t.tile_rows + j), 2);
     return _cvtsh_ss(h);
   };
   for (int64_t b = 0; b < nb; ++b) {
@@ -227,7 +233,7 @@ void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
       const int16_t* pb = &pq[b * sp];
       for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
         const FlashPage& t = tile.pages[pg];
-        const uint8_t* codes = t.v + tensor::q8_pairs::codes_offset(t.v_rows, dv) + 64 * b;
+        const uint8_t* codes = t.v + tensor::q8_tile::codes_offset(tensor::q8_tile::value_pairs(t.tile_rows, dv)) + 64 * b;
         for (int64_t jp = t.j0 / 2; jp < (t.j1 + 1) / 2; ++jp) {
           const uint8_t* c = codes + jp * 2 * dv;
           int32_t pair;

@@ -12,7 +12,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
@@ -202,6 +202,9 @@ struct Q8TransposeIdx {
   }
 };
 
+template <int NB>
+inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd, int64_t h0, int64_t b, __m512* dot);
+
 // The dot products of 16 keys (row(p) gives key p's K row) with NB heads from h0, unscaled.
 // Block b's quants of the 16 keys are transposed so that lane j of kt[c] holds key j's
 // 4-byte group c; vpdpbusd against the query's group c (broadcast) then sums 4 products per
@@ -241,25 +244,64 @@ __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const
               _mm512_permutex2var_epi32(bb[h][0][x], idx.c[cl], bb[h][1][x]), bias);
     const __m512 kd = _mm512_cvtph_ps(_mm256_setr_epi32(kd_pairs[0], kd_pairs[1], kd_pairs[2], kd_pairs[3],
                                                          kd_pairs[4], kd_pairs[5], kd_pairs[6], kd_pairs[7]));
-    // Groups outer, heads inner: NB independent chains in flight, each starting from
-    // −128 · Σqq (integer sums: the order does not change them).
-    __m512i acc[NB];
-    const int8_t* qq[NB];
+    q8_block_dots<NB>(kt, kd, hd, h0, b, dot);
+  }
+}
+
+// Block b of 16 keys whose quants are already transposed (kt[c]: key j's 4-byte group c in
+// lane j, +128) and whose scales are kd: dot[h] += (qd · kd) · isum for NB heads from h0.
+template <int NB>
+__attribute__((always_inline)) inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd,
+                                                         int64_t h0, int64_t b, __m512* dot) {
+  // Groups outer, heads inner: NB independent chains in flight, each starting from
+  // −128 · Σqq (integer sums: the order does not change them).
+  __m512i acc[NB];
+  const int8_t* qq[NB];
 #pragma GCC unroll 8
-    for (int h = 0; h < NB; ++h) {
-      qq[h] = hd.qq[h0 + h] + 32 * b;
-      acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
-    }
+  for (int h = 0; h < NB; ++h) {
+    qq[h] = hd.qq[h0 + h] + 32 * b;
+    acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
+  }
 #pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
+  for (int c = 0; c < 8; ++c) {
 #pragma GCC unroll 8
-      for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qq[h] + 4 * c);
-    }
+    for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qq[h] + 4 * c);
+  }
 #pragma GCC unroll 8
-    for (int h = 0; h < NB; ++h) {
-      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
-      dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
-    }
+  for (int h = 0; h < NB; ++h) {
+    const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
+    dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
+  }
+}
+
+// q8_group_dots for the 16 keys [g0, g0 + 16) of a key tile (q8_tile::key_groups; g0 a
+// multiple of 16): the quants come transposed and the scales contiguous, so a block is 8
+// loads and one conversion. Same sums, same bits.
+template <int NB>
+__attribute__((always_inline)) inline void q8_tile_dots(const uint8_t* tile, int64_t rows, int64_t dk, int64_t g0,
+                                                        const FlashHeads& hd, int64_t h0, __m512* dot) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* codes = tile + tensor::q8_tile::codes_offset(tensor::q8_tile::key_groups(rows, dk)) + g0 * dk;
+  for (int h = 0; h < NB; ++h) dot[h] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < dk / 32; ++b) {
+    const __m512 kd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 2 * (b * rows + g0))));
+    __m512i kt[8];
+    for (int c = 0; c < 8; ++c)
+      kt[c] = _mm512_xor_si512(_mm512_loadu_si512(codes + (8 * b + c) * 64), bias);
+    q8_block_dots<NB>(kt, kd, hd, h0, b, dot);
+  }
+}
+
+// Prefetch hint for the next page's key group i (its codes; with the first, its scales),
+// when the next page holds it.
+inline void prefetch_key_group(const FlashPage& t, int64_t dk, int64_t i) {
+  if (!t.next_k || i >= t.n_next) return;
+  const tensor::q8_tile::Shape shape = tensor::q8_tile::key_groups(t.tile_rows, dk);
+  const uint8_t* codes = t.next_k + tensor::q8_tile::codes_offset(shape) + i * dk;
+  for (int64_t b = 0; b < 16 * dk; b += 64) _mm_prefetch(reinterpret_cast<const char*>(codes + b), _MM_HINT_T1);
+  if (i == 0) {
+    for (size_t b = 0; b < tensor::q8_tile::codes_offset(shape); b += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(t.next_k + b), _MM_HINT_T1);
   }
 }
 
@@ -272,13 +314,17 @@ void scores_q8_block(const FlashShape& sh, const FlashPage& t, const FlashHeads&
   const int64_t nb = sh.dk / 32;
   const int64_t base = t.j0 / 16 * 16;
   for (int64_t g0 = base; g0 < t.j1; g0 += 16) {
-    for (int p = 0; p < 16; ++p) prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, g0 + p - base, t.n_next);
     __m512 dot[NB];
-    if (g0 >= t.j0 && g0 + 16 <= t.j1) {
+    if (t.k_tiles) {
+      prefetch_key_group(t, sh.dk, g0 - base);
+      q8_tile_dots<NB>(t.k, t.tile_rows, sh.dk, g0, hd, h0, dot);
+    } else if (g0 >= t.j0 && g0 + 16 <= t.j1) {
+      for (int p = 0; p < 16; ++p) prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, g0 + p - base, t.n_next);
       const uint8_t* k0 = t.k + g0 * t.k_stride;
       const size_t stride = t.k_stride;
       q8_group_dots<NB>([&](int p) { return k0 + p * stride; }, hd, h0, nb, dot);
     } else {
+      for (int p = 0; p < 16; ++p) prefetch_row(t.next_k, t.k_stride, t.next_k_bytes, g0 + p - base, t.n_next);
       const uint8_t* rows[16];
       for (int p = 0; p < 16; ++p) {
         const int64_t j = g0 + p;
@@ -418,7 +464,7 @@ void pair_weights(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
     __m512 mv = _mm512_setzero_ps();  // masked-off lanes read 0, which M_b starts from
     for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
       const FlashPage& t = tile.pages[pg];
-      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.v_rows;
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.tile_rows;
       for (int64_t j = t.j0; j < t.j1; j += 16) {
         const __mmask16 m = lanes_below(std::min<int64_t>(16, t.j1 - j));
         mv = _mm512_max_ps(mv, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, sc + j)));
@@ -430,7 +476,7 @@ void pair_weights(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
     const __m512 iv = _mm512_set1_ps(inv);
     for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
       const FlashPage& t = tile.pages[pg];
-      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.v_rows;
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(t.v) + b * t.tile_rows;
       float* w = pw.w.data() + b * sp + t.offset;
       for (int64_t j = t.j0; j < t.j1; j += 16) {
         const __mmask16 m = lanes_below(std::min<int64_t>(16, t.j1 - j));
@@ -462,7 +508,7 @@ void values_pairs_block(const FlashShape& sh, const FlashTile& tile, const PairW
     for (int h = 0; h < NB; ++h) pb[h] = pw.p.data() + ((h0 + h) * nb + b) * sp;
     for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
       const FlashPage& t = tile.pages[pg];
-      const uint8_t* codes = t.v + tensor::q8_pairs::codes_offset(t.v_rows, dv) + 64 * b;
+      const uint8_t* codes = t.v + tensor::q8_tile::codes_offset(tensor::q8_tile::value_pairs(t.tile_rows, dv)) + 64 * b;
       for (int64_t jp = t.j0 / 2; jp < (t.j1 + 1) / 2; ++jp) {
         const uint8_t* c = codes + jp * 2 * dv;
         const __m512i v0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)));

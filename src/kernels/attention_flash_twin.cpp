@@ -9,7 +9,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 
 // The definition separates multiplies from adds except where it says fma.
 #pragma GCC optimize("fp-contract=off")
@@ -77,12 +77,12 @@ float dot_q8(const FlashHeads& hd, int64_t h, const uint8_t* k, int64_t n) {
 
 float pair_scale(const FlashPage& page, int64_t b, int64_t j) {
   uint16_t h;
-  std::memcpy(&h, page.v + 2 * (b * page.v_rows + j), 2);
+  std::memcpy(&h, page.v + 2 * (b * page.tile_rows + j), 2);
   return tensor::fp16_to_fp32(h);
 }
 
 int32_t pair_code(const FlashPage& page, int64_t dv, int64_t j, int64_t d) {
-  const uint8_t* codes = page.v + tensor::q8_pairs::codes_offset(page.v_rows, dv);
+  const uint8_t* codes = page.v + tensor::q8_tile::codes_offset(tensor::q8_tile::value_pairs(page.tile_rows, dv));
   return static_cast<int8_t>(codes[(j / 2) * 2 * dv + 2 * d + (j & 1)]);
 }
 
@@ -131,6 +131,7 @@ void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads&
   const int64_t sp = pad16(t.span);
   const float ninf = -std::numeric_limits<float>::infinity();
   thread_local std::vector<float> row;
+  thread_local std::vector<tensor::BlockQ8_0> key_blocks;
   row.resize(static_cast<size_t>(std::max(sh.dk, sh.dv)));
 
   // scores: [hd.n][sp], index j = position − tile_lo
@@ -140,6 +141,11 @@ void flash_tile_twin(const FlashShape& sh, const FlashTile& t, const FlashHeads&
     float* s = scores + page.offset;
     for (int64_t j = page.j0; j < page.j1; ++j) {
       const uint8_t* k = page.k + j * page.k_stride;
+      if (page.k_tiles) {  // the row's q8_0 blocks out of the key tile
+        key_blocks.resize(static_cast<size_t>(sh.dk / 32));
+        tensor::q8_tile::read_blocks(page.k, tensor::q8_tile::key_groups(page.tile_rows, sh.dk), j, key_blocks.data());
+        k = reinterpret_cast<const uint8_t*>(key_blocks.data());
+      }
       if (page.k_type == tensor::DType::kQ8_0) {
         for (int64_t h = 0; h < hd.n; ++h) s[h * sp + j] = flash_score(dot_q8(hd, h, k, sh.dk), sh);
         continue;

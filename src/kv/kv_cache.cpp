@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "kv/kv_state.h"
-#include "tensor/q8_pairs.h"
 
 namespace keel::kv {
 
@@ -110,58 +109,77 @@ void KvCache::Impl::release_all(Sequence& s) {
   }
 }
 
-uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos) {
-  const GroupSpec& sp = spec(g);
-  return pools[g].slice(page, local) + (pos % page_tokens()) * sp.k_row_bytes;
+uint8_t* KvCache::Impl::slice(Side side, int32_t g, PageId page, int32_t local) {
+  uint8_t* base = pools[g].slice(page, local);
+  return side == Side::kK ? base : base + page_tokens() * spec(g).k_row_bytes;
 }
-uint8_t* KvCache::Impl::v_slice(int32_t g, PageId page, int32_t local) {
-  return pools[g].slice(page, local) + page_tokens() * spec(g).k_row_bytes;
-}
-const uint8_t* KvCache::Impl::k_row(int32_t g, PageId page, int32_t local, int64_t pos) const {
-  return const_cast<Impl*>(this)->k_row(g, page, local, pos);
-}
-const uint8_t* KvCache::Impl::v_slice(int32_t g, PageId page, int32_t local) const {
-  return const_cast<Impl*>(this)->v_slice(g, page, local);
+const uint8_t* KvCache::Impl::slice(Side side, int32_t g, PageId page, int32_t local) const {
+  return const_cast<Impl*>(this)->slice(side, g, page, local);
 }
 
-bool KvCache::Impl::v_pairs() const {
-  return options.v_type == tensor::DType::kQ8_0 && options.page_tokens % 2 == 0;
+// q8_0 K in 16-key groups needs pages of whole groups; q8_0 V in pairs, an even page size.
+bool KvCache::Impl::tiled(Side side) const {
+  const bool k = side == Side::kK;
+  return (k ? options.k_type : options.v_type) == tensor::DType::kQ8_0 && page_tokens() % (k ? 16 : 2) == 0;
 }
 
-void KvCache::Impl::store_v(int32_t g, PageId page, int32_t local, int64_t pos, const float* row) {
-  const int64_t pt = page_tokens(), dv = layout.head_dim_v, j = pos % pt;
-  uint8_t* base = v_slice(g, page, local);
-  if (!v_pairs()) {
-    tensor::quantize_row(options.v_type, row, base + j * spec(g).v_row_bytes, layout.n_kv_heads * dv);
+tensor::q8_tile::Shape KvCache::Impl::tile_shape(Side side) const {
+  return side == Side::kK ? tensor::q8_tile::key_groups(page_tokens(), layout.head_dim_k)
+                          : tensor::q8_tile::value_pairs(page_tokens(), layout.head_dim_v);
+}
+
+namespace {
+struct SideRows {
+  tensor::DType type;
+  int64_t dim;
+  size_t row_bytes;
+};
+SideRows side_rows(const KvCache::Impl& m, KvCache::Impl::Side side, int32_t g) {
+  if (side == KvCache::Impl::Side::kK) return {m.options.k_type, m.layout.head_dim_k, m.spec(g).k_row_bytes};
+  return {m.options.v_type, m.layout.head_dim_v, m.spec(g).v_row_bytes};
+}
+}  // namespace
+
+void KvCache::Impl::store_row(Side side, int32_t g, PageId page, int32_t local, int64_t pos, const float* row) {
+  const SideRows r = side_rows(*this, side, g);
+  const int64_t j = pos % page_tokens();
+  uint8_t* base = slice(side, g, page, local);
+  if (!tiled(side)) {
+    tensor::quantize_row(r.type, row, base + j * r.row_bytes, layout.n_kv_heads * r.dim);
     return;
   }
-  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
-  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_pairs::write_row(base + h * tile, pt, dv, j, row + h * dv);
+  const tensor::q8_tile::Shape shape = tile_shape(side);
+  const size_t tile = tensor::q8_tile::tile_bytes(shape);
+  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_tile::write_row(base + h * tile, shape, j, row + h * r.dim);
 }
 
-void KvCache::Impl::load_v(int32_t g, PageId page, int32_t local, int64_t pos, float* row) const {
-  const int64_t pt = page_tokens(), dv = layout.head_dim_v, j = pos % pt;
-  const uint8_t* base = v_slice(g, page, local);
-  if (!v_pairs()) {
-    tensor::dequantize_row(options.v_type, base + j * spec(g).v_row_bytes, row, layout.n_kv_heads * dv);
+void KvCache::Impl::load_row(Side side, int32_t g, PageId page, int32_t local, int64_t pos, float* row) const {
+  const SideRows r = side_rows(*this, side, g);
+  const int64_t j = pos % page_tokens();
+  const uint8_t* base = slice(side, g, page, local);
+  if (!tiled(side)) {
+    tensor::dequantize_row(r.type, base + j * r.row_bytes, row, layout.n_kv_heads * r.dim);
     return;
   }
-  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
-  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_pairs::read_row(base + h * tile, pt, dv, j, row + h * dv);
+  const tensor::q8_tile::Shape shape = tile_shape(side);
+  const size_t tile = tensor::q8_tile::tile_bytes(shape);
+  for (int64_t h = 0; h < layout.n_kv_heads; ++h) tensor::q8_tile::read_row(base + h * tile, shape, j, row + h * r.dim);
 }
 
-void KvCache::Impl::copy_v(int32_t g, int32_t local, PageId dst, int64_t dst_pos, PageId src, int64_t src_pos) {
-  const int64_t pt = page_tokens(), dv = layout.head_dim_v;
-  uint8_t* to = v_slice(g, dst, local);
-  const uint8_t* from = v_slice(g, src, local);
-  if (!v_pairs()) {
-    const size_t row = spec(g).v_row_bytes;
-    std::memcpy(to + (dst_pos % pt) * row, from + (src_pos % pt) * row, row);
+void KvCache::Impl::copy_row(Side side, int32_t g, int32_t local, PageId dst, int64_t dst_pos, PageId src,
+                             int64_t src_pos) {
+  const int64_t pt = page_tokens();
+  uint8_t* to = slice(side, g, dst, local);
+  const uint8_t* from = slice(side, g, src, local);
+  if (!tiled(side)) {
+    const size_t bytes = side_rows(*this, side, g).row_bytes;
+    std::memcpy(to + (dst_pos % pt) * bytes, from + (src_pos % pt) * bytes, bytes);
     return;
   }
-  const size_t tile = tensor::q8_pairs::tile_bytes(pt, dv);
+  const tensor::q8_tile::Shape shape = tile_shape(side);
+  const size_t tile = tensor::q8_tile::tile_bytes(shape);
   for (int64_t h = 0; h < layout.n_kv_heads; ++h)
-    tensor::q8_pairs::copy_row(to + h * tile, dst_pos % pt, from + h * tile, src_pos % pt, pt, dv);
+    tensor::q8_tile::copy_row(to + h * tile, dst_pos % pt, from + h * tile, src_pos % pt, shape);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -282,24 +300,22 @@ RowTarget held_row(const KvCache::Impl& m, SeqId seq, int32_t layer, int64_t pos
 
 void KvCache::write_k(SeqId seq, int32_t layer, int64_t pos, const float* row) {
   const RowTarget t = writable_row(*impl_, seq, layer, pos, "write_k");
-  tensor::quantize_row(impl_->options.k_type, row, impl_->k_row(t.group, t.page, t.local, pos),
-                       impl_->layout.n_kv_heads * impl_->layout.head_dim_k);
+  impl_->store_row(Impl::Side::kK, t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::write_v(SeqId seq, int32_t layer, int64_t pos, const float* row) {
   const RowTarget t = writable_row(*impl_, seq, layer, pos, "write_v");
-  impl_->store_v(t.group, t.page, t.local, pos, row);
+  impl_->store_row(Impl::Side::kV, t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::read_k(SeqId seq, int32_t layer, int64_t pos, float* row) const {
   const RowTarget t = held_row(*impl_, seq, layer, pos, "read_k");
-  tensor::dequantize_row(impl_->options.k_type, impl_->k_row(t.group, t.page, t.local, pos), row,
-                         impl_->layout.n_kv_heads * impl_->layout.head_dim_k);
+  impl_->load_row(Impl::Side::kK, t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::read_v(SeqId seq, int32_t layer, int64_t pos, float* row) const {
   const RowTarget t = held_row(*impl_, seq, layer, pos, "read_v");
-  impl_->load_v(t.group, t.page, t.local, pos, row);
+  impl_->load_row(Impl::Side::kV, t.group, t.page, t.local, pos, row);
 }
 
 void KvCache::commit(SeqId seq, int64_t n_new) {
@@ -346,16 +362,15 @@ void KvCache::view(SeqId seq, int32_t layer, KvLayerView* out) const {
   v.n_positions = s.length + s.reserved;
   const auto& table = s.pages[slot.group];
   v.first_held = std::min(v.n_positions, Impl::first_held_page(table) * m.page_tokens());
-  v.k_token_stride = sp.k_row_bytes;
-  v.k_head_bytes = tensor::row_bytes(m.options.k_type, m.layout.head_dim_k);
-  v.v_pairs = m.v_pairs();
-  if (v.v_pairs) {
-    v.v_token_stride = 0;
-    v.v_head_bytes = tensor::q8_pairs::tile_bytes(m.page_tokens(), m.layout.head_dim_v);
-  } else {
-    v.v_token_stride = sp.v_row_bytes;
-    v.v_head_bytes = tensor::row_bytes(m.options.v_type, m.layout.head_dim_v);
-  }
+  using Side = Impl::Side;
+  v.k_tiles = m.tiled(Side::kK);
+  v.v_pairs = m.tiled(Side::kV);
+  v.k_token_stride = v.k_tiles ? 0 : sp.k_row_bytes;
+  v.v_token_stride = v.v_pairs ? 0 : sp.v_row_bytes;
+  v.k_head_bytes = v.k_tiles ? tensor::q8_tile::tile_bytes(m.tile_shape(Side::kK))
+                             : tensor::row_bytes(m.options.k_type, m.layout.head_dim_k);
+  v.v_head_bytes = v.v_pairs ? tensor::q8_tile::tile_bytes(m.tile_shape(Side::kV))
+                             : tensor::row_bytes(m.options.v_type, m.layout.head_dim_v);
   v.k_pages.reserve(table.size());
   v.v_pages.reserve(table.size());
   for (PageId p : table) {
@@ -363,8 +378,8 @@ void KvCache::view(SeqId seq, int32_t layer, KvLayerView* out) const {
       v.k_pages.push_back(nullptr);
       v.v_pages.push_back(nullptr);
     } else {
-      v.k_pages.push_back(m.k_row(slot.group, p, slot.local, 0));
-      v.v_pages.push_back(m.v_slice(slot.group, p, slot.local));
+      v.k_pages.push_back(m.slice(Side::kK, slot.group, p, slot.local));
+      v.v_pages.push_back(m.slice(Side::kV, slot.group, p, slot.local));
     }
   }
 }

@@ -72,11 +72,14 @@ struct KvOptions {
 // Read-only view of one layer of one sequence, for attention kernels.
 // Page i covers positions [i*page_tokens, (i+1)*page_tokens). Within a page, the K row of
 // position p and kv-head h starts at k_pages[i] + (p % page_tokens) * k_token_stride +
-// h * k_head_bytes, holding head_dim_k elements of k_type (same for V, unless v_pairs).
-// v_pairs (q8_0 V with an even page_tokens): page i's V of kv-head h is a q8_0 pair tile
-// (tensor/q8_pairs.h) of page_tokens rows × head_dim_v at v_pages[i] + h * v_head_bytes
-// (v_head_bytes = the tile's bytes; v_token_stride = 0). The scales of a page's rows are
-// then one contiguous read and the codes come paired by key, as attention's p·v wants.
+// h * k_head_bytes, holding head_dim_k elements of k_type (same for V), except for q8_0
+// stored as tiles (tensor/q8_tile.h), one per kv head of a page, at k_pages[i] +
+// h * k_head_bytes (k_head_bytes = the tile's bytes; k_token_stride = 0):
+//  - k_tiles (q8_0 K, page_tokens a multiple of 16): q8_tile::key_groups(page_tokens,
+//    head_dim_k), 16 keys' codes interleaved by 4-byte groups, as the q8_0 scores read them;
+//  - v_pairs (q8_0 V, page_tokens even): q8_tile::value_pairs(page_tokens, head_dim_v),
+//    codes paired by key, as attention's integer p·v reads them.
+// Either way the scales of a page's rows are one contiguous read.
 struct KvLayerView {
   tensor::DType k_type, v_type;
   int64_t n_kv_heads = 0, head_dim_k = 0, head_dim_v = 0;
@@ -86,7 +89,7 @@ struct KvLayerView {
   int64_t first_held = 0;      // positions below this are not held (sliding window)
   size_t k_token_stride = 0, k_head_bytes = 0;
   size_t v_token_stride = 0, v_head_bytes = 0;
-  bool v_pairs = false;
+  bool k_tiles = false, v_pairs = false;
   std::vector<const uint8_t*> k_pages, v_pages;  // nullptr where not held
 };
 

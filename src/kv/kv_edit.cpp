@@ -167,20 +167,19 @@ void shift_group(KvCache::Impl& m, Sequence& s, int32_t g, const ShiftPlan& p,
         int64_t n_moved = 0;
         for (int64_t q = begin; q < end; ++q) {
           const PageId from = old[p.src(q) / P];
-          m.copy_v(g, l, fresh[i], q, from, p.src(q));
+          using Side = KvCache::Impl::Side;
+          m.copy_row(Side::kV, g, l, fresh[i], q, from, p.src(q));
           if (q < p.keep) {
-            std::memcpy(m.k_row(g, fresh[i], l, q), m.k_row(g, from, l, p.src(q)), sp.k_row_bytes);
+            m.copy_row(Side::kK, g, l, fresh[i], q, from, p.src(q));
           } else {
-            tensor::dequantize_row(m.options.k_type, m.k_row(g, from, l, p.src(q)),
-                                   rows.data() + n_moved++ * k_elems, k_elems);
+            m.load_row(Side::kK, g, from, l, p.src(q), rows.data() + n_moved++ * k_elems);
           }
         }
         if (n_moved == 0) continue;
         rotate(sp.layers[l], rows.data(), n_moved, -p.discard);
         for (int64_t r = 0; r < n_moved; ++r) {
           const int64_t q = end - n_moved + r;
-          tensor::quantize_row(m.options.k_type, rows.data() + r * k_elems,
-                               m.k_row(g, fresh[i], l, q), k_elems);
+          m.store_row(KvCache::Impl::Side::kK, g, fresh[i], l, q, rows.data() + r * k_elems);
         }
       }
       for (size_t j = 0; j < old.size(); ++j) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "tensor/q8_tile.h"
 #include "kv/layer_groups.h"
 #include "kv/page_pool.h"
 #include "kv/prefix_index.h"
@@ -64,18 +65,17 @@ struct KvCache::Impl {
   void trim_table(int32_t g, Sequence& s, int64_t n_pages);
   void release_all(Sequence& s);
 
-  // Address of a K row inside a page.
-  uint8_t* k_row(int32_t g, PageId page, int32_t local_layer, int64_t pos);
-  const uint8_t* k_row(int32_t g, PageId page, int32_t local_layer, int64_t pos) const;
-  // Start of a page's V slice of a layer (KvLayerView::v_pages).
-  uint8_t* v_slice(int32_t g, PageId page, int32_t local_layer);
-  const uint8_t* v_slice(int32_t g, PageId page, int32_t local_layer) const;
-  // V is stored as q8_0 pair tiles (KvLayerView::v_pairs) rather than rows.
-  bool v_pairs() const;
-  // V rows in either layout: f32 [n_kv_heads * head_dim_v] in and out, or copied as stored.
-  void store_v(int32_t g, PageId page, int32_t local_layer, int64_t pos, const float* row);
-  void load_v(int32_t g, PageId page, int32_t local_layer, int64_t pos, float* row) const;
-  void copy_v(int32_t g, int32_t local_layer, PageId dst, int64_t dst_pos, PageId src, int64_t src_pos);
+  // K and V of a page's layer slice, in rows of the cache type or in q8_0 tiles per kv
+  // head (KvLayerView::k_tiles / v_pairs). Rows are f32 [n_kv_heads * head_dim] in and out.
+  enum class Side { kK, kV };
+  uint8_t* slice(Side side, int32_t g, PageId page, int32_t local_layer);
+  const uint8_t* slice(Side side, int32_t g, PageId page, int32_t local_layer) const;
+  bool tiled(Side side) const;
+  tensor::q8_tile::Shape tile_shape(Side side) const;
+  void store_row(Side side, int32_t g, PageId page, int32_t local_layer, int64_t pos, const float* row);
+  void load_row(Side side, int32_t g, PageId page, int32_t local_layer, int64_t pos, float* row) const;
+  void copy_row(Side side, int32_t g, int32_t local_layer, PageId dst, int64_t dst_pos, PageId src,
+                int64_t src_pos);
 };
 
 std::string seq_name(SeqId seq);

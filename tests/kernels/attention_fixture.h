@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 #include "tensor/types.h"
 
 namespace keel::kernels::attn_test {
@@ -39,35 +39,48 @@ struct FakeLayer {
     view.v_head_bytes = tensor::row_bytes(vt, dv);
     view.k_token_stride = view.k_head_bytes * n_kv;
     view.v_token_stride = view.v_head_bytes * n_kv;
-    // q8_0 V as the KV cache stores it: pair tiles (kv::KvLayerView::v_pairs).
+    // q8_0 as the KV cache stores it: tiles per kv head (kv::KvLayerView::k_tiles / v_pairs).
+    view.k_tiles = kt == tensor::DType::kQ8_0 && pt % 16 == 0 && dk % 32 == 0;
     view.v_pairs = vt == tensor::DType::kQ8_0 && pt % 2 == 0 && dv % 32 == 0;
-    const size_t v_page_bytes = view.v_token_stride * pt;  // the same for both layouts
+    const size_t k_page_bytes = view.k_token_stride * pt, v_page_bytes = view.v_token_stride * pt;
+    const tensor::q8_tile::Shape k_shape = tensor::q8_tile::key_groups(pt, dk);
+    const tensor::q8_tile::Shape v_shape = tensor::q8_tile::value_pairs(pt, dv);
+    if (view.k_tiles) {
+      view.k_head_bytes = tensor::q8_tile::tile_bytes(k_shape);
+      view.k_token_stride = 0;
+    }
     if (view.v_pairs) {
-      view.v_head_bytes = tensor::q8_pairs::tile_bytes(pt, dv);
+      view.v_head_bytes = tensor::q8_tile::tile_bytes(v_shape);
       view.v_token_stride = 0;
     }
     const int64_t n_pages = (n_pos + pt - 1) / pt;
     k_pages.resize(n_pages);
     v_pages.resize(n_pages);
     for (int64_t pg = 0; pg < n_pages; ++pg) {
-      k_pages[pg].resize(view.k_token_stride * pt);
+      k_pages[pg].resize(k_page_bytes);
       v_pages[pg].resize(v_page_bytes);
       for (int64_t t = 0; t < pt && pg * pt + t < n_pos; ++t)
         for (int64_t h = 0; h < n_kv; ++h) {
           const int64_t p = pg * pt + t;
-          tensor::quantize_row(kt, &k[(p * n_kv + h) * dk],
-                               k_pages[pg].data() + t * view.k_token_stride + h * view.k_head_bytes, dk);
+          uint8_t* k_head = k_pages[pg].data() + t * view.k_token_stride + h * view.k_head_bytes;
           uint8_t* v_head = v_pages[pg].data() + t * view.v_token_stride + h * view.v_head_bytes;
-          if (view.v_pairs) {
-            tensor::q8_pairs::write_row(v_head, pt, dv, t, &v[(p * n_kv + h) * dv]);
-            tensor::q8_pairs::read_row(v_head, pt, dv, t, &v[(p * n_kv + h) * dv]);
-          } else {
-            tensor::quantize_row(vt, &v[(p * n_kv + h) * dv], v_head, dv);
-          }
+          float* k_row = &k[(p * n_kv + h) * dk];
+          float* v_row = &v[(p * n_kv + h) * dv];
           // Keep the reference in the stored precision.
-          tensor::dequantize_row(kt, k_pages[pg].data() + t * view.k_token_stride + h * view.k_head_bytes,
-                                 &k[(p * n_kv + h) * dk], dk);
-          if (!view.v_pairs) tensor::dequantize_row(vt, v_head, &v[(p * n_kv + h) * dv], dv);
+          if (view.k_tiles) {
+            tensor::q8_tile::write_row(k_head, k_shape, t, k_row);
+            tensor::q8_tile::read_row(k_head, k_shape, t, k_row);
+          } else {
+            tensor::quantize_row(kt, k_row, k_head, dk);
+            tensor::dequantize_row(kt, k_head, k_row, dk);
+          }
+          if (view.v_pairs) {
+            tensor::q8_tile::write_row(v_head, v_shape, t, v_row);
+            tensor::q8_tile::read_row(v_head, v_shape, t, v_row);
+          } else {
+            tensor::quantize_row(vt, v_row, v_head, dv);
+            tensor::dequantize_row(vt, v_head, v_row, dv);
+          }
         }
       view.k_pages.push_back(k_pages[pg].data());
       view.v_pages.push_back(v_pages[pg].data());

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "kv/kv_cache.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 #include "kv_test_util.h"
 
 namespace keel::kv::test {
@@ -242,20 +242,25 @@ TEST(KvCache, BytesPerTokenOfThe1bPreset) {
   EXPECT_EQ(KvCache::plan(l, o).pool_bytes, 65u * 32 * 11968);
 }
 
-// q8_0 V with an even page size is stored as pair tiles (kv::KvLayerView::v_pairs): the
-// view says so, rows read back as q8_0 rows would, and an odd page size keeps rows.
-TEST(KvCache, Q8_0ValuesLieInPairTilesWhenThePageSizeIsEven) {
-  for (int32_t page : {4, 3}) {
-    KvCache c(make_layout({0, 0}), test_options(DType::kF16, DType::kQ8_0, page));
+// q8_0 is stored as tiles per kv head (kv::KvLayerView::k_tiles / v_pairs): K when the page
+// size is a multiple of 16, V when it is even. The view says so, and rows read back as q8_0
+// rows would, through the view and read_k / read_v; other page sizes keep rows.
+TEST(KvCache, Q8_0LiesInTilesWhenThePageSizeAllows) {
+  for (int32_t page : {16, 4, 3}) {
+    KvCache c(make_layout({0, 0}), test_options(DType::kQ8_0, DType::kQ8_0, page));
     const SeqId s = c.create();
-    append_rows(c, s, 11, 3);
+    append_rows(c, s, 37, 3);
     const KvLayerView v = c.view(s, 1);
+    EXPECT_EQ(v.k_tiles, page % 16 == 0);
     EXPECT_EQ(v.v_pairs, page % 2 == 0);
-    EXPECT_EQ(v.v_head_bytes, page % 2 == 0 ? tensor::q8_pairs::tile_bytes(page, v.head_dim_v) : 34u);
+    EXPECT_EQ(v.k_head_bytes, v.k_tiles ? tensor::q8_tile::tile_bytes(tensor::q8_tile::key_groups(page, v.head_dim_k)) : 34u);
+    EXPECT_EQ(v.v_head_bytes, v.v_pairs ? tensor::q8_tile::tile_bytes(tensor::q8_tile::value_pairs(page, v.head_dim_v)) : 34u);
     std::vector<float> row(static_cast<size_t>(v.n_kv_heads * v.head_dim_v));
-    for (int64_t p = 0; p < 11; ++p) {
+    for (int64_t p = 0; p < 37; ++p) {
       c.read_v(s, 1, p, row.data());
       EXPECT_EQ(view_row(v, p, true), row) << "page " << page << " position " << p;
+      c.read_k(s, 1, p, row.data());
+      EXPECT_EQ(view_row(v, p, false), row) << "page " << page << " position " << p;
     }
   }
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "tensor/q8_pairs.h"
+#include "tensor/q8_tile.h"
 #include "tensor/types.h"
 
 namespace keel::kv::test {
@@ -81,8 +81,10 @@ inline std::vector<float> view_row(const KvLayerView& v, int64_t pos, bool is_v)
   const int64_t dim = is_v ? v.head_dim_v : v.head_dim_k;
   std::vector<float> row(static_cast<size_t>(v.n_kv_heads * dim));
   for (int64_t h = 0; h < v.n_kv_heads; ++h) {
-    if (is_v && v.v_pairs) {
-      tensor::q8_pairs::read_row(page + h * head_bytes, v.page_tokens, dim, pos % v.page_tokens, row.data() + h * dim);
+    if (is_v ? v.v_pairs : v.k_tiles) {
+      const tensor::q8_tile::Shape shape = is_v ? tensor::q8_tile::value_pairs(v.page_tokens, dim)
+                                                : tensor::q8_tile::key_groups(v.page_tokens, dim);
+      tensor::q8_tile::read_row(page + h * head_bytes, shape, pos % v.page_tokens, row.data() + h * dim);
       continue;
     }
     tensor::dequantize_row(is_v ? v.v_type : v.k_type,
