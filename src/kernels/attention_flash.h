@@ -139,7 +139,7 @@ inline float flash_score(float dot, const FlashShape& s) {
 }
 
 // Applies steps 1–5 of one tile to every head. `scores` is scratch of
-// heads.n * pad16(tile.span) floats (p_j on return).
+// heads.n * pad16(tile.span) floats (its contents on return are not part of the result).
 using FlashTileFn = void (*)(const FlashShape& shape, const FlashTile& tile,
                              const FlashHeads& heads, float* scores);
 

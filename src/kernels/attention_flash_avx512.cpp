@@ -453,8 +453,9 @@ struct PairWeights {
   std::vector<float> f;      // [nb] M_b / P_max
 };
 
-void pair_weights(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const float* scores,
-                  int64_t sp, PairWeights& pw) {
+// The tile's w table and factors (step 5: M_b, inv_b, w_jb, M_b / P_max); the weights P
+// themselves are made in softmax_update, from each p_j as it is computed.
+void pair_scales(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, int64_t sp, PairWeights& pw) {
   const int64_t nb = sh.dv / 32;
   const int32_t p_max = pair_p_max(tile.span);
   pw.w.assign(static_cast<size_t>(nb * sp), 0.0f);
@@ -484,16 +485,14 @@ void pair_weights(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
       }
     }
   }
-  for (int64_t h = 0; h < hd.n; ++h) {
-    const float* p = scores + h * sp;
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* w = pw.w.data() + b * sp;
-      int16_t* out = pw.p.data() + (h * nb + b) * sp;
-      for (int64_t j = 0; j < sp; j += 16) {  // vcvtps2dq rounds half to even (MXCSR default)
-        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(w + j)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm512_cvtepi32_epi16(q));
-      }
-    }
+}
+
+// Head h's weights P for the 16 positions from j, from their p (step 5: round-half-even(p · w),
+// which vcvtps2dq gives under the default MXCSR).
+inline void pair_weights16(PairWeights& pw, int64_t nb, int64_t sp, int64_t h, int64_t j, __m512 p) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(p, _mm512_loadu_ps(pw.w.data() + b * sp + j)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pw.p.data() + (h * nb + b) * sp + j), _mm512_cvtepi32_epi16(q));
   }
 }
 
@@ -529,10 +528,9 @@ void values_pairs_block(const FlashShape& sh, const FlashTile& tile, const PairW
   }
 }
 
-void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const float* scores,
+// The integer p·v of a tile whose weights P softmax_update made.
+void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads& hd, const PairWeights& pw,
                   int64_t sp) {
-  thread_local PairWeights pw;
-  pair_weights(sh, tile, hd, scores, sp, pw);
   for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
     float* const* acc = hd.acc + h0;
     switch (std::min<int64_t>(8, hd.n - h0)) {
@@ -548,8 +546,9 @@ void values_pairs(const FlashShape& sh, const FlashTile& tile, const FlashHeads&
   }
 }
 
-// Steps 3–4 and the rescale of step 5 for every head.
-void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp) {
+// Steps 3–4 and the rescale of step 5 for every head. With `pairs` (q8_0 pair V) each p_j
+// goes straight into the weights P, and the scores keep the tile's s_j.
+void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_t sp, PairWeights* pairs) {
   for (int64_t h0 = 0; h0 < hd.n; h0 += 16) {
     const int64_t nb = std::min<int64_t>(16, hd.n - h0);
     // The rescale factors c of up to 16 heads in one exp_defined_x16 (each lane gives the
@@ -568,10 +567,19 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
       const __m512 mv = _mm512_set1_ps(m_new[h]), cv = _mm512_set1_ps(c[h]);
       float* l_h = hd.l[h0 + h];
       __m512 l = _mm512_mul_ps(_mm512_loadu_ps(l_h), cv);
-      for (int64_t j = 0; j < sp; j += 16) {
-        const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
-        _mm512_storeu_ps(sh_s + j, pj);
-        l = _mm512_add_ps(l, pj);
+      if (pairs) {
+        const int64_t nb = sh.dv / 32;
+        for (int64_t j = 0; j < sp; j += 16) {
+          const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
+          pair_weights16(*pairs, nb, sp, h0 + h, j, pj);
+          l = _mm512_add_ps(l, pj);
+        }
+      } else {
+        for (int64_t j = 0; j < sp; j += 16) {
+          const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
+          _mm512_storeu_ps(sh_s + j, pj);
+          l = _mm512_add_ps(l, pj);
+        }
       }
       _mm512_storeu_ps(l_h, l);
       hd.m[h0 + h] = m_new[h];
@@ -638,10 +646,13 @@ void flash_tile_avx512(const FlashShape& sh, const FlashTile& tile, const FlashH
       default: scores_q8_all(sh, t, hd, s, sp, zero_row.data()); break;
     }
   }
-  softmax_update(sh, hd, scores, sp);
+  thread_local PairWeights pw;
+  const bool pairs = tile.n_pages > 0 && tile.pages[0].v_pairs;
+  if (pairs) pair_scales(sh, tile, hd, sp, pw);
+  softmax_update(sh, hd, scores, sp, pairs ? &pw : nullptr);
   if (tile.n_pages == 0) return;
-  if (tile.pages[0].v_pairs) {
-    values_pairs(sh, tile, hd, scores, sp);
+  if (pairs) {
+    values_pairs(sh, tile, hd, pw, sp);
     return;
   }
   switch (tile.pages[0].v_type) {  // one type for every page (the driver widens all or none)
