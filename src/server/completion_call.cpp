@@ -190,6 +190,7 @@ bool stream_reply(HttpServer::State& s, Call& call, ReplyEvents& events, httplib
   auto on_event = [&](size_t, const Event& ev) -> WriteResult {
     const HarmonyReader::Parts parts = read_harmony(choice.harmony, ev);
     std::string out = events.text(choice.tools.push(parts.content));  // text that may open a call waits
+    if (auto delta = choice.tools.take_call_delta()) out += events.call(*delta);
     bool end = false;
     if (ev.kind == Event::Kind::kFinish) {
       if (normal_finish(ev.reason)) {

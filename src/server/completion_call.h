@@ -121,6 +121,9 @@ class ReplyEvents {
   virtual ~ReplyEvents() = default;
   virtual std::string start() = 0;                             // before any token
   virtual std::string text(const std::string& piece) = 0;      // content that can go out now
+  // A forced call as it is written (ToolCallReader::take_call_delta): the first delta opens
+  // it; finish() then gets that call first in reply.calls, with the same id, and closes it.
+  virtual std::string call(const CallDelta& delta) = 0;
   virtual std::string finish(const engine::Event& finish, const chat::ParsedReply& reply) = 0;  // the rest
   virtual std::string error(const ApiError& error) = 0;        // ends the stream
 };

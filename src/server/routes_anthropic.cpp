@@ -5,7 +5,8 @@
 // an object), stop_reason end_turn / max_tokens / stop_sequence (with stop_sequence) /
 // tool_use, usage. A stream is Anthropic's events: message_start, content_block_start /
 // content_block_delta (text_delta) / content_block_stop for the text (opened with its first
-// piece), the same with input_json_delta per call (each whole once the reply is read),
+// piece), the same with input_json_delta per call (a forced call's input as it is written,
+// the others whole once the reply is read),
 // message_delta (stop_reason, output_tokens) and message_stop; `event: NAME` + `data`.
 // A harmony model's reasoning is not sent (its content is). An error after the headers is
 // an `error` event.
@@ -77,8 +78,9 @@ void respond_whole(HttpServer::State& s, Call& call, const std::string& model, h
   send_json(res, body);
 }
 
-// The events of one streamed message: the text block opens with its first piece; the calls
-// follow it whole once the reply is read.
+// The events of one streamed message: the text block opens with its first piece; a forced
+// call (tool_choice any / tool) streams its input as it is written, the calls the model
+// chose follow whole once the reply is read.
 class MessageEvents final : public ReplyEvents {
  public:
   MessageEvents(std::string model, int64_t prompt_tokens) : model_(std::move(model)), prompt_tokens_(prompt_tokens) {}
@@ -104,7 +106,12 @@ class MessageEvents final : public ReplyEvents {
     std::string out = text(reply.content);
     if (text_index_ < 0 && reply.calls.empty()) out += open_text();  // an empty reply is an empty text block
     if (text_index_ >= 0) out += event("content_block_stop", {{"index", text_index_}});
-    for (const chat::ToolCall& tc : reply.calls) {
+    for (size_t i = 0; i < reply.calls.size(); ++i) {
+      const chat::ToolCall& tc = reply.calls[i];
+      if (i == 0 && call_index_ >= 0) {  // opened by call(), its input sent
+        out += event("content_block_stop", {{"index", call_index_}});
+        continue;
+      }
       const int index = next_index_++;
       out += event("content_block_start", {{"index", index}, {"content_block", tool_use_block(tc, false)}});
       out += event("content_block_delta",
@@ -115,6 +122,19 @@ class MessageEvents final : public ReplyEvents {
     out += event("message_delta", {{"delta", {{"stop_reason", stop_reason(ev, calls)}, {"stop_sequence", stop_sequence(ev, calls)}}},
                                    {"usage", {{"output_tokens", ev.usage.completion_tokens}}}});
     out += event("message_stop", json::object());
+    return out;
+  }
+  std::string call(const CallDelta& delta) override {
+    std::string out;
+    if (delta.first) {
+      call_index_ = next_index_++;
+      const chat::ToolCall opened{delta.id, delta.name, ""};
+      out += event("content_block_start", {{"index", call_index_}, {"content_block", tool_use_block(opened, false)}});
+    }
+    if (!delta.arguments.empty()) {  // the arguments as written: JSON text, as input_json_delta carries
+      out += event("content_block_delta",
+                   {{"index", call_index_}, {"delta", {{"type", "input_json_delta"}, {"partial_json", delta.arguments}}}});
+    }
     return out;
   }
   std::string error(const ApiError& err) override {
@@ -137,6 +157,7 @@ class MessageEvents final : public ReplyEvents {
   int64_t prompt_tokens_;
   int next_index_ = 0;
   int text_index_ = -1;
+  int call_index_ = -1;  // the forced call call() opened
 };
 
 void stream_message(HttpServer::State& s, std::shared_ptr<Call> call, std::string model, httplib::Response& res) {

@@ -7,7 +7,8 @@
 // message response.output_item.added, response.content_part.added,
 // response.output_text.delta..., response.output_text.done, response.content_part.done,
 // response.output_item.done; for each call response.output_item.added,
-// response.function_call_arguments.delta / .done, response.output_item.done; then
+// response.function_call_arguments.delta (a forced call's as they are written) / .done,
+// response.output_item.done; then
 // response.completed (or response.incomplete when max_output_tokens ended it). Each is
 // `event: TYPE` + `data: {..., "type": TYPE, "sequence_number": n}`. A streamed reply
 // carries the content only (a harmony model's reasoning goes in whole replies). An error
@@ -131,7 +132,8 @@ void respond_whole(HttpServer::State& s, Call& call, const ResponseFrame& f, htt
 }
 
 // The events of one streamed response. The message item opens with its first text (a
-// reply that is only calls has none); the calls follow it whole once the reply is read.
+// reply that is only calls has none); a forced call streams as it is written, the calls
+// the model chose follow whole once the reply is read.
 class ResponseEvents final : public ReplyEvents {
  public:
   explicit ResponseEvents(const ResponseFrame& f) : f_(f) {}
@@ -161,11 +163,15 @@ class ResponseEvents final : public ReplyEvents {
       out += event("response.output_item.done", {{"output_index", message_index_}, {"item", item}});
       items_.push_back(item);
     }
-    for (const chat::ToolCall& tc : reply.calls) {
-      const int index = next_index_++;
-      const std::string id = random_id("fc_");
-      out += event("response.output_item.added", {{"output_index", index}, {"item", function_call_item(tc, id, "in_progress", false)}});
-      out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", tc.arguments}});
+    for (size_t i = 0; i < reply.calls.size(); ++i) {
+      const chat::ToolCall& tc = reply.calls[i];
+      const bool streamed = i == 0 && call_index_ >= 0;  // opened by call(), its arguments sent
+      const int index = streamed ? call_index_ : next_index_++;
+      const std::string id = streamed ? call_item_id_ : random_id("fc_");
+      if (!streamed) {
+        out += event("response.output_item.added", {{"output_index", index}, {"item", function_call_item(tc, id, "in_progress", false)}});
+        out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index}, {"delta", tc.arguments}});
+      }
       out += event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", index}, {"arguments", tc.arguments}});
       const json item = function_call_item(tc, id, status, true);
       out += event("response.output_item.done", {{"output_index", index}, {"item", item}});
@@ -174,6 +180,21 @@ class ResponseEvents final : public ReplyEvents {
     json done = response_json(f_, items_, &ev);
     done["timings"] = timings_json(ev.usage);
     out += event(ev.reason == FinishReason::kLength ? "response.incomplete" : "response.completed", {{"response", done}});
+    return out;
+  }
+  std::string call(const CallDelta& delta) override {
+    std::string out;
+    if (delta.first) {
+      call_index_ = next_index_++;
+      call_item_id_ = random_id("fc_");
+      const chat::ToolCall opened{delta.id, delta.name, ""};
+      out += event("response.output_item.added",
+                   {{"output_index", call_index_}, {"item", function_call_item(opened, call_item_id_, "in_progress", false)}});
+    }
+    if (!delta.arguments.empty()) {
+      out += event("response.function_call_arguments.delta",
+                   {{"item_id", call_item_id_}, {"output_index", call_index_}, {"delta", delta.arguments}});
+    }
     return out;
   }
   std::string error(const ApiError& err) override {
@@ -206,6 +227,8 @@ class ResponseEvents final : public ReplyEvents {
   int64_t sequence_ = 0;
   int next_index_ = 0;
   int message_index_ = -1;
+  int call_index_ = -1;  // the forced call call() opened
+  std::string call_item_id_;
   std::string text_;
   json items_ = json::array();
 };

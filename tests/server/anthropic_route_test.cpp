@@ -19,16 +19,9 @@ using test::ScriptedSource;
 
 class AnthropicRouteTest : public HttpServerTest {
  protected:
-  // Event names and data of an SSE body.
   static std::pair<std::vector<std::string>, std::vector<json>> events(const std::string& body) {
-    std::vector<std::string> names;
-    std::vector<json> data;
-    std::istringstream in(body);
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("event: ", 0) == 0) names.push_back(line.substr(7));
-      if (line.rfind("data: ", 0) == 0) data.push_back(json::parse(line.substr(6)));
-    }
-    return {names, data};
+    SseEvents e = sse_events(body);
+    return {std::move(e.names), std::move(e.data)};
   }
 };
 
@@ -136,6 +129,31 @@ TEST_F(AnthropicRouteTest, ToolUseBothWays) {
   std::lock_guard<std::mutex> lock(service_->mutex_);
   const std::string rendered(service_->last_request.prompt.begin() + 1, service_->last_request.prompt.end());
   EXPECT_NE(rendered.find("tool: 42"), std::string::npos) << rendered;
+}
+
+// A forced call (tool_choice "tool") streams its input as the model writes it: one
+// input_json_delta per piece, which together are the block's input.
+TEST_F(AnthropicRouteTest, ForcedToolUseStreamsItsInputAsItIsWritten) {
+  start();
+  script_pieces({"{\"x\"", ": 1}"}, engine::Usage{5, 4, 0});
+  const std::string body = R"({"max_tokens":50,"stream":true,"messages":[{"role":"user","content":"x"}],)"
+                           R"("tools":[{"name":"get","input_schema":{"type":"object","properties":{"x":{"type":"integer"}}}}],)"
+                           R"("tool_choice":{"type":"tool","name":"get"}})";
+  auto cl = client();
+  auto res = cl.Post("/v1/messages", body, "application/json");
+  ASSERT_TRUE(res);
+  const auto [names, data] = events(res->body);
+  const std::vector<std::string> want = {"message_start",       "content_block_start", "content_block_delta",
+                                         "content_block_delta", "content_block_stop",  "message_delta",
+                                         "message_stop"};
+  ASSERT_EQ(names, want) << res->body;
+  EXPECT_EQ(data[1]["content_block"]["type"], "tool_use");
+  EXPECT_EQ(data[1]["content_block"]["name"], "get");
+  EXPECT_EQ(data[2]["delta"]["partial_json"], "{\"x\"");
+  const std::string input = data[2]["delta"]["partial_json"].get<std::string>() + data[3]["delta"]["partial_json"].get<std::string>();
+  EXPECT_EQ(json::parse(input), json::parse(R"({"x":1})"));
+  EXPECT_EQ(data[4]["index"], data[1]["index"]);
+  EXPECT_EQ(data[5]["delta"]["stop_reason"], "tool_use");
 }
 
 // count_tokens: the prompt the same request would submit, counted; nothing runs.

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fake_service.h"
 #include "server/http_server.h"
@@ -25,6 +27,21 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::second
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return true;
+}
+
+// The event names and the data objects of an SSE body (`event: NAME` / `data: {...}` lines).
+struct SseEvents {
+  std::vector<std::string> names;
+  std::vector<json> data;
+};
+inline SseEvents sse_events(const std::string& body) {
+  SseEvents e;
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("event: ", 0) == 0) e.names.push_back(line.substr(7));
+    if (line.rfind("data: ", 0) == 0) e.data.push_back(json::parse(line.substr(6)));
+  }
+  return e;
 }
 
 class HttpServerTest : public ::testing::Test {
@@ -63,6 +80,12 @@ class HttpServerTest : public ::testing::Test {
     auto s = std::make_shared<test::ScriptedSource>();
     service_->on_submit = [s](engine::Request) { return std::make_unique<test::SharedSource>(s); };
     return s;
+  }
+  // The next reply as these text pieces, then a normal stop.
+  void script_pieces(const std::vector<std::string>& pieces, engine::Usage usage) {
+    auto src = script_next();
+    for (const std::string& p : pieces) src->push(test::ScriptedSource::delta(p));
+    src->push(test::ScriptedSource::finish(engine::FinishReason::kStop, usage));
   }
 
   std::unique_ptr<HttpServer> server_;

@@ -69,13 +69,7 @@ TEST_F(ResponsesRouteTest, StreamIsTheTypedEventSequence) {
   auto res = c.Post("/v1/responses", R"({"input":"Hi","stream":true})", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  std::vector<std::string> names;
-  std::vector<json> events;
-  std::istringstream in(res->body);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("event: ", 0) == 0) names.push_back(line.substr(7));
-    if (line.rfind("data: ", 0) == 0) events.push_back(json::parse(line.substr(6)));
-  }
+  const auto [names, events] = sse_events(res->body);
   const std::vector<std::string> want = {"response.created", "response.in_progress", "response.output_item.added",
                                          "response.content_part.added", "response.output_text.delta",
                                          "response.output_text.delta", "response.output_text.done",
@@ -156,13 +150,9 @@ TEST_F(ResponsesRouteTest, FunctionCallsBothWays) {
   auto c = client();
   auto res = c.Post("/v1/responses", R"({"input":"x","stream":true,)" + tools + "}", "application/json");
   ASSERT_TRUE(res);
-  std::vector<std::string> names;
-  json last;
-  std::istringstream in(res->body);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("event: ", 0) == 0) names.push_back(line.substr(7));
-    if (line.rfind("data: ", 0) == 0) last = json::parse(line.substr(6));
-  }
+  const auto [names, data] = sse_events(res->body);
+  ASSERT_FALSE(data.empty());
+  const json& last = data.back();
   const std::vector<std::string> want = {"response.created", "response.in_progress", "response.output_item.added",
                                          "response.function_call_arguments.delta",
                                          "response.function_call_arguments.done", "response.output_item.done",
@@ -179,6 +169,35 @@ TEST_F(ResponsesRouteTest, FunctionCallsBothWays) {
   std::lock_guard<std::mutex> lock(service_->mutex_);
   const std::string rendered(service_->last_request.prompt.begin() + 1, service_->last_request.prompt.end());
   EXPECT_NE(rendered.find("tool: 42"), std::string::npos) << rendered;
+}
+
+// A forced call (tool_choice naming the function) streams its arguments as the model
+// writes them: the item opens at once, one arguments delta per piece, then .done with all.
+TEST_F(ResponsesRouteTest, ForcedCallStreamsItsArgumentsAsTheyAreWritten) {
+  start();
+  script_pieces({"{\"x\"", ": 1}"}, engine::Usage{5, 4, 0});
+  const std::string body = R"({"input":"x","stream":true,)"
+                           R"("tools":[{"type":"function","name":"get","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}],)"
+                           R"("tool_choice":{"type":"function","name":"get"}})";
+  auto c = client();
+  auto res = c.Post("/v1/responses", body, "application/json");
+  ASSERT_TRUE(res);
+  const auto [names, data] = sse_events(res->body);
+  const std::vector<std::string> want = {"response.created", "response.in_progress", "response.output_item.added",
+                                         "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+                                         "response.function_call_arguments.done", "response.output_item.done",
+                                         "response.completed"};
+  ASSERT_EQ(names, want) << res->body;
+  EXPECT_EQ(data[2]["item"]["name"], "get");
+  const std::string item_id = data[2]["item"]["id"];
+  EXPECT_EQ(data[3]["delta"], "{\"x\"");
+  EXPECT_EQ(data[3]["item_id"], item_id);
+  const std::string args = data[3]["delta"].get<std::string>() + data[4]["delta"].get<std::string>();
+  EXPECT_EQ(data[5]["arguments"], args);
+  EXPECT_EQ(data[6]["item"]["id"], item_id);
+  EXPECT_EQ(data[6]["item"]["call_id"], data[2]["item"]["call_id"]);
+  EXPECT_EQ(json::parse(data[7]["response"]["output"][0]["arguments"].get<std::string>()), json::parse(R"({"x":1})"));
+  for (size_t i = 1; i < data.size(); ++i) EXPECT_EQ(data[i]["sequence_number"], data[i - 1]["sequence_number"].get<int>() + 1);
 }
 
 }  // namespace
