@@ -1,7 +1,9 @@
 // AVX-512 flash tile (attention_flash.h): the twin's bits. K/V rows are read straight from
-// the page (f32, f16 via vcvtph2ps, bf16 by shifting, q8_0 as int8 → f32 times the block
+// the page (f32, f16 via vcvtph2ps, bf16 by shifting, q8_0 rows as int8 → f32 times the block
 // scale). Each K row is loaded once per block of up to 8 query heads; the 16 lane sums of
 // 16 keys are reduced together by a transposed form of tree16_sum (same pairs, same order).
+// q8_0 K is scored by integer block dots (from key tiles without transposing), and q8_0 V in
+// pair tiles weighted by vpdpwssd on the tile's 15-bit weights (step 5).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -202,8 +204,31 @@ struct Q8TransposeIdx {
   }
 };
 
+// Block b of 16 keys whose quants are already transposed (kt[c]: key j's 4-byte group c in
+// lane j, +128) and whose scales are kd: dot[h] += (qd · kd) · isum for NB heads from h0.
 template <int NB>
-inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd, int64_t h0, int64_t b, __m512* dot);
+__attribute__((always_inline)) inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd,
+                                                         int64_t h0, int64_t b, __m512* dot) {
+  // Groups outer, heads inner: NB independent chains in flight, each starting from
+  // −128 · Σqq (integer sums: the order does not change them).
+  __m512i acc[NB];
+  const int8_t* qq[NB];
+#pragma GCC unroll 8
+  for (int h = 0; h < NB; ++h) {
+    qq[h] = hd.qq[h0 + h] + 32 * b;
+    acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qq[h] + 4 * c);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < NB; ++h) {
+    const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
+    dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
+  }
+}
 
 // The dot products of 16 keys (row(p) gives key p's K row) with NB heads from h0, unscaled.
 // Block b's quants of the 16 keys are transposed so that lane j of kt[c] holds key j's
@@ -245,32 +270,6 @@ __attribute__((always_inline)) inline void q8_group_dots(const RowFn& row, const
     const __m512 kd = _mm512_cvtph_ps(_mm256_setr_epi32(kd_pairs[0], kd_pairs[1], kd_pairs[2], kd_pairs[3],
                                                          kd_pairs[4], kd_pairs[5], kd_pairs[6], kd_pairs[7]));
     q8_block_dots<NB>(kt, kd, hd, h0, b, dot);
-  }
-}
-
-// Block b of 16 keys whose quants are already transposed (kt[c]: key j's 4-byte group c in
-// lane j, +128) and whose scales are kd: dot[h] += (qd · kd) · isum for NB heads from h0.
-template <int NB>
-__attribute__((always_inline)) inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd,
-                                                         int64_t h0, int64_t b, __m512* dot) {
-  // Groups outer, heads inner: NB independent chains in flight, each starting from
-  // −128 · Σqq (integer sums: the order does not change them).
-  __m512i acc[NB];
-  const int8_t* qq[NB];
-#pragma GCC unroll 8
-  for (int h = 0; h < NB; ++h) {
-    qq[h] = hd.qq[h0 + h] + 32 * b;
-    acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < 8; ++c) {
-#pragma GCC unroll 8
-    for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qq[h] + 4 * c);
-  }
-#pragma GCC unroll 8
-  for (int h = 0; h < NB; ++h) {
-    const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
-    dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
   }
 }
 

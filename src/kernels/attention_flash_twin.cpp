@@ -1,5 +1,6 @@
 // Scalar twin of the flash tile (attention_flash.h): the definition written out plainly,
-// one element at a time. It reads any KV type through tensor::dequantize_row.
+// one element at a time. It reads any KV type through tensor::dequantize_row (q8_0 tiles
+// through the layout of tensor/q8_tile.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -134,30 +134,38 @@ TEST(KvEdit, TruncateKeepsEveryGroupOnOneLength) {
   }
 }
 
+// Pages of 16 hold q8_0 K and V as tiles (kv::KvLayerView::k_tiles / v_pairs): the shift
+// moves and re-rotates rows inside them the same way.
 TEST(KvEdit, ShiftRenumbersAndReRotatesK) {
-  for (DType kt : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_1}) {
-    KvCache c(make_layout({0, 0}), test_options(kt, DType::kQ5_0, 4));
-    const SeqId a = c.create();
-    append_rows(c, a, 13, 0);
-    EXPECT_EQ(c.shift(a, 2, 5, test_rotate), 8);
-    EXPECT_EQ(c.length(a), 8);
-    c.check_invariants();
-    for (int32_t l = 0; l < 2; ++l) {
-      const KvLayerView v = c.view(a, l);
-      for (int64_t q = 0; q < 8; ++q) {
-        const int64_t p = q < 2 ? q : q + 5;
-        auto k = stored(kt, make_row(p, l, false));
-        if (q >= 2) {
-          test_rotate(l, k.data(), 1, -5);  // dequantize → rotate → requantize
-          k = stored(kt, k);
+  for (int32_t page : {4, 16}) {
+    for (DType vt : {DType::kQ5_0, DType::kQ8_0}) {
+      for (DType kt : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_1}) {
+        KvCache c(make_layout({0, 0}), test_options(kt, vt, page));
+        const SeqId a = c.create();
+        append_rows(c, a, 21, 0);
+        EXPECT_EQ(c.shift(a, 2, 5, test_rotate), 16);
+        EXPECT_EQ(c.length(a), 16);
+        c.check_invariants();
+        for (int32_t l = 0; l < 2; ++l) {
+          const KvLayerView v = c.view(a, l);
+          for (int64_t q = 0; q < 16; ++q) {
+            const int64_t p = q < 2 ? q : q + 5;
+            auto k = stored(kt, make_row(p, l, false));
+            if (q >= 2) {
+              test_rotate(l, k.data(), 1, -5);  // dequantize → rotate → requantize
+              k = stored(kt, k);
+            }
+            EXPECT_TRUE(same_bits(view_row(v, q, false), k))
+                << tensor::dtype_name(kt) << "/" << tensor::dtype_name(vt) << " page " << page << " q " << q;
+            EXPECT_TRUE(same_bits(view_row(v, q, true), stored(vt, make_row(p, l, true))))
+                << tensor::dtype_name(kt) << "/" << tensor::dtype_name(vt) << " page " << page << " q " << q;
+          }
         }
-        EXPECT_TRUE(same_bits(view_row(v, q, false), k)) << tensor::dtype_name(kt) << " q " << q;
-        EXPECT_TRUE(same_bits(view_row(v, q, true), stored(DType::kQ5_0, make_row(p, l, true))));
+        // Appending after a shift continues at the new length.
+        append_rows(c, a, 3, 100);
+        c.check_invariants();
       }
     }
-    // Appending after a shift continues at the new length.
-    append_rows(c, a, 3, 100);
-    c.check_invariants();
   }
 }
 
