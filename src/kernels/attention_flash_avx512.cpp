@@ -486,15 +486,6 @@ void pair_scales(const FlashShape& sh, const FlashTile& tile, const FlashHeads& 
   }
 }
 
-// Head h's weights P for the 16 positions from j, from their p (step 5: round-half-even(p · w),
-// which vcvtps2dq gives under the default MXCSR).
-inline void pair_weights16(PairWeights& pw, int64_t nb, int64_t sp, int64_t h, int64_t j, __m512 p) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(p, _mm512_loadu_ps(pw.w.data() + b * sp + j)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pw.p.data() + (h * nb + b) * sp + j), _mm512_cvtepi32_epi16(q));
-  }
-}
-
 template <int NB>
 void values_pairs_block(const FlashShape& sh, const FlashTile& tile, const PairWeights& pw, int64_t h0,
                         int64_t sp, float* const* acc) {
@@ -567,10 +558,17 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
       float* l_h = hd.l[h0 + h];
       __m512 l = _mm512_mul_ps(_mm512_loadu_ps(l_h), cv);
       if (pairs) {
+        // P = round-half-even(p · w) per block (vcvtps2dq under the default MXCSR), into
+        // the head's rows of the weights; the pointers held in registers across the loop.
         const int64_t nb = sh.dv / 32;
+        int16_t* const p_out = pairs->p.data() + (h0 + h) * nb * sp;
+        const float* const w = pairs->w.data();
         for (int64_t j = 0; j < sp; j += 16) {
           const __m512 pj = exp_defined_x16(_mm512_sub_ps(_mm512_loadu_ps(sh_s + j), mv));
-          pair_weights16(*pairs, nb, sp, h0 + h, j, pj);
+          for (int64_t b = 0; b < nb; ++b) {
+            const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(pj, _mm512_loadu_ps(w + b * sp + j)));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p_out + b * sp + j), _mm512_cvtepi32_epi16(q));
+          }
           l = _mm512_add_ps(l, pj);
         }
       } else {
