@@ -67,23 +67,23 @@ struct FakeLayer {
           float* k_row = &k[(p * n_kv + h) * dk];
           float* v_row = &v[(p * n_kv + h) * dv];
           // Keep the reference in the stored precision.
-          if (view.k_tiles) {
-            tensor::q8_tile::write_row(k_head, k_shape, t, k_row);
-            tensor::q8_tile::read_row(k_head, k_shape, t, k_row);
-          } else {
-            tensor::quantize_row(kt, k_row, k_head, dk);
-            tensor::dequantize_row(kt, k_head, k_row, dk);
-          }
-          if (view.v_pairs) {
-            tensor::q8_tile::write_row(v_head, v_shape, t, v_row);
-            tensor::q8_tile::read_row(v_head, v_shape, t, v_row);
-          } else {
-            tensor::quantize_row(vt, v_row, v_head, dv);
-            tensor::dequantize_row(vt, v_head, v_row, dv);
-          }
+          store(view.k_tiles, k_shape, kt, k_head, t, k_row, dk);
+          store(view.v_pairs, v_shape, vt, v_head, t, v_row, dv);
         }
       view.k_pages.push_back(k_pages[pg].data());
       view.v_pages.push_back(v_pages[pg].data());
+    }
+  }
+  // Stores row t of a page's head (as a tile row or a row of `type`) and puts the stored
+  // values back into `row`.
+  static void store(bool tiled, const tensor::q8_tile::Shape& shape, tensor::DType type, uint8_t* head,
+                    int64_t t, float* row, int64_t d) {
+    if (tiled) {
+      tensor::q8_tile::write_row(head, shape, t, row);
+      tensor::q8_tile::read_row(head, shape, t, row);
+    } else {
+      tensor::quantize_row(type, row, head, d);
+      tensor::dequantize_row(type, head, row, d);
     }
   }
   // Drops pages wholly below `first` (as a sliding-window group does).
