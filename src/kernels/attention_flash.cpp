@@ -41,9 +41,6 @@ struct TaskScratch {
   PreparedQuery own;
   std::vector<const float*> q_ptr;
   std::vector<float*> acc_ptr, l_ptr;
-  std::vector<const int8_t*> qq_ptr;
-  std::vector<const float*> qd_ptr;
-  std::vector<const int32_t*> qsum_ptr;
 };
 
 // Per-thread buffers of one call; sized on use, never shrunk.
@@ -133,20 +130,7 @@ FlashHeads prepare_heads(const HeadGroupTask& t, StateView st, TaskScratch& s) {
   heads.acc = s.acc_ptr.data();
   heads.m = st.m;
   heads.l = s.l_ptr.data();
-  if (quantized_keys(*t.view)) {
-    const int64_t nb = dk / 32;
-    s.qq_ptr.resize(static_cast<size_t>(g_n));
-    s.qd_ptr.resize(static_cast<size_t>(g_n));
-    s.qsum_ptr.resize(static_cast<size_t>(g_n));
-    for (int64_t g = 0; g < g_n; ++g) {
-      s.qq_ptr[g] = &pq->qq[g * dk];
-      s.qd_ptr[g] = &pq->qd[g * nb];
-      s.qsum_ptr[g] = &pq->qsum[g * nb];
-    }
-    heads.qq = s.qq_ptr.data();
-    heads.qd = s.qd_ptr.data();
-    heads.qsum = s.qsum_ptr.data();
-  }
+  if (quantized_keys(*t.view)) heads.qblocks = pq->qblocks.data();
   return heads;
 }
 
@@ -250,16 +234,14 @@ void prepare_query(const HeadGroupTask& t, PreparedQuery& out) {
   }
   if (!quantized_keys(*t.view)) return;
   const int64_t nb = dk / 32;
-  out.qq.resize(static_cast<size_t>(g_n * dk));
-  out.qd.resize(static_cast<size_t>(g_n * nb));
-  out.qsum.resize(static_cast<size_t>(g_n * nb));
-  for (int64_t g = 0; g < g_n; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      int8_t* qq = &out.qq[g * dk + 32 * b];
-      out.qd[g * nb + b] = q::quantize_block_q8(t.q + g * dk + 32 * b, 32, qq);
+  out.qblocks.resize(static_cast<size_t>(nb * g_n));
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t g = 0; g < g_n; ++g) {
+      Q8QueryBlock& qb = out.qblocks[static_cast<size_t>(b * g_n + g)];
+      qb.d = q::quantize_block_q8(t.q + g * dk + 32 * b, 32, qb.qs);
       int32_t sum = 0;
-      for (int i = 0; i < 32; ++i) sum += qq[i];
-      out.qsum[g * nb + b] = sum;
+      for (int i = 0; i < 32; ++i) sum += qb.qs[i];
+      qb.minus_128_sum = -128 * sum;
     }
   }
 }

@@ -102,17 +102,24 @@ struct FlashTile {
   int64_t span = 0;
 };
 
+// One query head's block b of 32 elements quantized for q8_0 K (step 1): the codes, the
+// scale and −128 · Σ codes (the start of the SIMD kernels' integer sums, which add 128 to K's
+// codes). Packed per block for every head of a tile, so a kernel reaches all heads of a block
+// from one pointer at fixed offsets.
+struct Q8QueryBlock {
+  int32_t minus_128_sum = 0;
+  float d = 0.0f;
+  int8_t qs[32] = {};
+};
+
 // The query heads a tile updates (any number; each head's arithmetic is independent).
 // q[h]: [pad16(dk)] zero-padded query; acc[h]: [pad16(dv)] accumulator (padding lanes are
 // scratch); m[h]: running max; l[h]: [16] lane sums. For q8_0 K also the quantized query
-// (step 1): qq[h] [dk] codes, qd[h] [dk/32] block scales, qsum[h] [dk/32] Σ qq per block.
-// Not owned.
+// (step 1): qblocks [dk/32][n], head h's block b at qblocks[b · n + h]. Not owned.
 struct FlashHeads {
   int64_t n = 0;
   const float* const* q = nullptr;
-  const int8_t* const* qq = nullptr;
-  const float* const* qd = nullptr;
-  const int32_t* const* qsum = nullptr;
+  const Q8QueryBlock* qblocks = nullptr;
   float* const* acc = nullptr;
   float* m = nullptr;
   float* const* l = nullptr;

@@ -149,7 +149,8 @@ void scores_q8(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, f
         uint16_t kd_bits;
         std::memcpy(&kd_bits, blk, 2);
         const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hd.qq[h] + 32 * b));
+        const Q8QueryBlock& qb = hd.qblocks[b * hd.n + h];
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb.qs));
         const __m256i lo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(k)),
                                              _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
         const __m256i hi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(k, 1)),
@@ -158,7 +159,7 @@ void scores_q8(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, f
         __m128i x = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
         x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
         x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-        const float dd = hd.qd[h][b] * _cvtsh_ss(kd_bits);
+        const float dd = qb.d * _cvtsh_ss(kd_bits);
         dot = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dd), _mm_set_ss(static_cast<float>(_mm_cvtsi128_si32(x))),
                                          _mm_set_ss(dot)));
       }

@@ -210,22 +210,21 @@ template <int NB>
 __attribute__((always_inline)) inline void q8_block_dots(const __m512i* kt, __m512 kd, const FlashHeads& hd,
                                                          int64_t h0, int64_t b, __m512* dot) {
   // Groups outer, heads inner: NB independent chains in flight, each starting from
-  // −128 · Σqq (integer sums: the order does not change them).
+  // −128 · Σqq (integer sums: the order does not change them). The heads' blocks lie side by
+  // side (Q8QueryBlock), so one pointer and constant offsets reach them all: with a pointer
+  // per head, the 8-head form spilled its pointers and sums every block.
   __m512i acc[NB];
-  const int8_t* qq[NB];
+  const Q8QueryBlock* qb = hd.qblocks + b * hd.n + h0;
 #pragma GCC unroll 8
-  for (int h = 0; h < NB; ++h) {
-    qq[h] = hd.qq[h0 + h] + 32 * b;
-    acc[h] = _mm512_set1_epi32(-128 * hd.qsum[h0 + h][b]);
-  }
+  for (int h = 0; h < NB; ++h) acc[h] = _mm512_set1_epi32(qb[h].minus_128_sum);
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qq[h] + 4 * c);
+    for (int h = 0; h < NB; ++h) acc[h] = dpbusd_bcast(acc[h], kt[c], qb[h].qs + 4 * c);
   }
 #pragma GCC unroll 8
   for (int h = 0; h < NB; ++h) {
-    const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(hd.qd[h0 + h][b]), kd);
+    const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(qb[h].d), kd);
     dot[h] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(acc[h]), dot[h]);
   }
 }

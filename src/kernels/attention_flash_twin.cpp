@@ -70,8 +70,9 @@ float dot_q8(const FlashHeads& hd, int64_t h, const uint8_t* k, int64_t n) {
     tensor::BlockQ8_0 blk;
     std::memcpy(&blk, k + b * sizeof(tensor::BlockQ8_0), sizeof blk);
     int32_t isum = 0;
-    for (int i = 0; i < 32; ++i) isum += int32_t{hd.qq[h][32 * b + i]} * int32_t{blk.qs[i]};
-    dot = std::fma(hd.qd[h][b] * tensor::fp16_to_fp32(blk.d), static_cast<float>(isum), dot);
+    const Q8QueryBlock& qb = hd.qblocks[b * hd.n + h];
+    for (int i = 0; i < 32; ++i) isum += int32_t{qb.qs[i]} * int32_t{blk.qs[i]};
+    dot = std::fma(qb.d * tensor::fp16_to_fp32(blk.d), static_cast<float>(isum), dot);
   }
   return dot;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 
 namespace keel::kernels::detail {
 
@@ -37,13 +38,11 @@ struct HeadGroupTask {
 };
 
 // A task's query as the flash tile kernels read it (attention_flash.h, step 1): the
-// zero-padded f32 copy and, for q8_0 K, the per-32 codes, scales and code sums. Depends
-// only on the query, so one preparation serves all of a task's segments.
+// zero-padded f32 copy and, for q8_0 K, the blocks quantized per 32. Depends only on the
+// query, so one preparation serves all of a task's segments.
 struct PreparedQuery {
-  std::vector<float> q;       // [group][pad16(dk)]
-  std::vector<int8_t> qq;     // q8_0 K: [group][dk]
-  std::vector<float> qd;      // q8_0 K: [group][dk / 32]
-  std::vector<int32_t> qsum;  // q8_0 K: [group][dk / 32]
+  std::vector<float> q;                  // [group][pad16(dk)]
+  std::vector<Q8QueryBlock> qblocks;     // q8_0 K: [dk / 32][group]
 };
 void prepare_query(const HeadGroupTask& t, PreparedQuery& out);
 
