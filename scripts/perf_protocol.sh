@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 8's measurement protocol (docs/PERFORMANCE.md): for each 1b-preset model the
 # roofline, pp512 + tg128, and --parallel 1,8; then tg at depth 0 and 4096 with flash
-# attention and q8_0 K/V. Models are made on first use. Run on a quiet machine.
+# attention and q8_0 K/V. The two ratio targets run their rows interleaved (--interleave). Models are made on first use. Run on a quiet machine.
 #   scripts/perf_protocol.sh [BUILD_DIR=build] [MODEL_DIR=/tmp]
 set -euo pipefail
 build=${1:-build}
@@ -16,8 +16,9 @@ for t in q4_0 q4_k_m q8_0 f16 bf16; do
   echo "=== $t"
   "$keel" bench --roofline -m "$m"
   "$keel" bench -m "$m" -p 512 -n 128 -r 3 --with-bounds
-  "$keel" bench -m "$m" -p 0 -n 128 --parallel 1,8 -r 2
+  "$keel" bench -m "$m" -p 0 -n 128 --parallel 1,8 -r 2 --interleave
 done
 echo "=== depth"
-"$keel" bench -m "$dir/perf-1b-q4_0.gguf" -p 0 -n 128 -d 0,4096 -fa on -ctk q8_0 -ctv q8_0 -r 2
+# Interleaved (a step of each row in turn): the ratio, not each row alone, is the target.
+"$keel" bench -m "$dir/perf-1b-q4_0.gguf" -p 0 -n 128 -d 0,4096 -fa on -ctk q8_0 -ctv q8_0 -r 4 --interleave
 date

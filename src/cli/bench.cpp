@@ -46,6 +46,7 @@ struct BenchOptions {
   std::string output = "md";
   bool roofline = false;
   bool with_bounds = false;  // each row also against the roofline probed just before and after it
+  bool interleave = false;   // the rows' repetitions taken in turns (run_bench_tests_interleaved)
   int64_t roofline_mib = 1024;  // read-probe buffer; far beyond L3 (32 MiB here)
 };
 
@@ -317,6 +318,7 @@ BenchSettings validate(const BenchOptions& o) {
   s.reps = o.reps;
   s.n_ubatch = std::min(o.n_batch, o.n_ubatch);
   if (!o.roofline && plan_tests(o).empty()) fail("nothing to measure (every -p and -n is 0)");
+  if (o.interleave && o.with_bounds) fail("--interleave and --with-bounds do not combine (the bounds are probed around each row)");
   return s;
 }
 
@@ -346,6 +348,14 @@ int run_bench(const BenchOptions& o) {
     std::unique_ptr<ThreadPool> own;
     if (threads != pool.size()) own = std::make_unique<ThreadPool>(threads);
     ThreadPool& p = own ? *own : pool;
+    if (o.interleave) {
+      const RowContext c{threads, utc_now_iso8601()};
+      for (const BenchResult& r : run_bench_tests_interleaved(m, p, plan_tests(o), s)) {
+        print_row(facts, o, r, RowBound{}, c, first);
+        first = false;
+      }
+      continue;
+    }
     for (const BenchTest& t : plan_tests(o)) {
       RowBound rb;
       RowContext c{threads, utc_now_iso8601()};
@@ -381,6 +391,9 @@ CommandRegistrar reg("bench", "Measure prompt/generation throughput (llama-bench
   app.add_flag("--roofline", o->roofline, "measure bandwidth and dot-product peaks, print the model's bounds");
   app.add_flag("--with-bounds", o->with_bounds,
                "probe the roofline just before and after each row; print its bound and the fraction reached");
+  app.add_flag("--interleave", o->interleave,
+               "take the rows' repetitions in turns (each row prepared and warmed first), so a slow spell "
+               "of the machine hits every row alike: for ratios between rows");
   app.add_option("--roofline-mib", o->roofline_mib, "read-probe buffer in MiB (keep it far beyond the L3)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   return [o] { return run_bench(*o); };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -57,41 +58,6 @@ double process_cpu_seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-struct Rates {
-  double wall_ts, cpu_ts, wall_ns;
-};
-
-Rates run_once(const model::Model& m, kv::KvCache& kv, ThreadPool& pool, kv::SeqId base,
-               const BenchTest& t, const BenchSettings& settings, const model::ForwardOptions& fo) {
-  std::vector<kv::SeqId> seqs;
-  for (int64_t s = 0; s < t.n_parallel; ++s) {
-    seqs.push_back(t.n_depth > 0 ? kv.fork(base, t.n_depth) : kv.create());
-  }
-  const auto start = Clock::now();
-  const double cpu_start = process_cpu_seconds();
-  int64_t tokens = 0;
-  if (t.n_prompt > 0) {
-    prefill_chunked(m, kv, pool, seqs[0], t.n_depth, t.n_prompt, settings.n_ubatch, fo);
-    tokens = t.n_prompt;
-  }
-  if (t.n_gen > 0) {
-    std::vector<model::BatchEntry> batch(seqs.size());
-    std::vector<float> logits;  // kept across steps, as a server's engine keeps it
-    for (int64_t step = 0; step < t.n_gen; ++step) {
-      for (size_t s = 0; s < seqs.size(); ++s) {
-        const int64_t pos = kv.length(seqs[s]);
-        batch[s] = {token_at(pos + 7 * static_cast<int64_t>(s), m.n_vocab()), pos, seqs[s], true};
-      }
-      m.forward(batch, kv, pool, fo, &logits);
-    }
-    tokens += t.n_gen * static_cast<int64_t>(seqs.size());
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu = (process_cpu_seconds() - cpu_start) / pool.size();
-  for (kv::SeqId s : seqs) kv.release(s);
-  return {static_cast<double>(tokens) / seconds, static_cast<double>(tokens) / cpu, seconds * 1e9};
-}
-
 }  // namespace
 
 std::string BenchTest::name() const {
@@ -117,33 +83,129 @@ double BenchResult::stddev(const std::vector<double>& v) {
   return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
+namespace {
+
+// One test's cache, with its depth prefix computed and one warm-up run done (page faults,
+// packing, caches); then timed repetitions, each taken a forward at a time (start, step until
+// it returns false, finish) so that several tests can take turns forward by forward.
+class PreparedTest {
+ public:
+  PreparedTest(const model::Model& m, ThreadPool& pool, const BenchTest& test, const BenchSettings& settings)
+      : m_(m), pool_(pool), settings_(settings), kv_(m.kv_layout(), cache_options(test, settings)) {
+    if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0 || test.n_depth < 0 ||
+        test.n_parallel < 1 || (test.n_prompt > 0 && test.n_parallel != 1) || settings.reps < 1 ||
+        settings.n_ubatch < 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "bench: a test has a prompt, a generation or both, depth >= 0, parallel >= 1 (1 with a prompt), "
+                  "reps >= 1 and ubatch >= 1");
+    }
+    result_.test = test;
+    fo_.flash_attention = settings.flash_attention;
+    if (test.n_depth > 0) {
+      base_ = kv_.create();
+      prefill_chunked(m, kv_, pool, base_, 0, test.n_depth, settings.n_ubatch, fo_);
+    }
+    start();  // the warm-up, untimed
+    while (step()) {
+    }
+    release();
+  }
+
+  // A repetition: fresh sequences (forked from the depth prefix), no forward run yet.
+  void start() {
+    const BenchTest& t = result_.test;
+    for (int64_t s = 0; s < t.n_parallel; ++s) seqs_.push_back(t.n_depth > 0 ? kv_.fork(base_, t.n_depth) : kv_.create());
+    prompt_done_ = gen_done_ = 0;
+    wall_s_ = cpu_s_ = 0;
+  }
+
+  // Runs the repetition's next forward (a prompt chunk of at most n_ubatch tokens, or one
+  // generation step of every sequence), timed alone; false once none is left.
+  bool step() {
+    const BenchTest& t = result_.test;
+    if (prompt_done_ == t.n_prompt && gen_done_ == t.n_gen) return false;
+    const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
+    if (prompt_done_ < t.n_prompt) {
+      const int64_t n = std::min(settings_.n_ubatch, t.n_prompt - prompt_done_);
+      prefill(m_, kv_, pool_, seqs_[0], t.n_depth + prompt_done_, n, fo_);
+      prompt_done_ += n;
+    } else {
+      batch_.resize(seqs_.size());
+      for (size_t s = 0; s < seqs_.size(); ++s) {
+        const int64_t pos = kv_.length(seqs_[s]);
+        batch_[s] = {token_at(pos + 7 * static_cast<int64_t>(s), m_.n_vocab()), pos, seqs_[s], true};
+      }
+      m_.forward(batch_, kv_, pool_, fo_, &logits_);
+      ++gen_done_;
+    }
+    wall_s_ += std::chrono::duration<double>(Clock::now() - start).count();
+    cpu_s_ += (process_cpu_seconds() - cpu_start) / pool_.size();
+    return prompt_done_ < t.n_prompt || gen_done_ < t.n_gen;
+  }
+
+  // Ends a timed repetition: its rates join the result.
+  void finish() {
+    const BenchTest& t = result_.test;
+    const double tokens = static_cast<double>(t.n_prompt + t.n_gen * t.n_parallel);
+    result_.samples_ts.push_back(tokens / wall_s_);
+    result_.samples_ns.push_back(wall_s_ * 1e9);
+    result_.samples_cpu_ts.push_back(tokens / cpu_s_);
+    release();
+  }
+
+  const BenchResult& result() const { return result_; }
+
+ private:
+  void release() {
+    for (kv::SeqId s : seqs_) kv_.release(s);
+    seqs_.clear();
+  }
+
+  const model::Model& m_;
+  ThreadPool& pool_;
+  BenchSettings settings_;
+  kv::KvCache kv_;
+  model::ForwardOptions fo_;
+  kv::SeqId base_ = -1;
+  std::vector<kv::SeqId> seqs_;
+  std::vector<model::BatchEntry> batch_;
+  std::vector<float> logits_;  // kept across steps, as a server's engine keeps it
+  int64_t prompt_done_ = 0, gen_done_ = 0;
+  double wall_s_ = 0, cpu_s_ = 0;
+  BenchResult result_;
+};
+
+}  // namespace
+
 BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,
                            const BenchSettings& settings) {
-  if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0 || test.n_depth < 0 ||
-      test.n_parallel < 1 || (test.n_prompt > 0 && test.n_parallel != 1) || settings.reps < 1 ||
-      settings.n_ubatch < 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "bench: a test has a prompt, a generation or both, depth >= 0, parallel >= 1 (1 with a prompt), "
-                "reps >= 1 and ubatch >= 1");
-  }
-  kv::KvCache kv(m.kv_layout(), cache_options(test, settings));
-  model::ForwardOptions fo;
-  fo.flash_attention = settings.flash_attention;
-  kv::SeqId base = -1;
-  if (test.n_depth > 0) {
-    base = kv.create();
-    prefill_chunked(m, kv, pool, base, 0, test.n_depth, settings.n_ubatch, fo);
-  }
-  BenchResult r;
-  r.test = test;
-  run_once(m, kv, pool, base, test, settings, fo);  // warm-up: page faults, packing, caches
+  PreparedTest t(m, pool, test, settings);
   for (int i = 0; i < settings.reps; ++i) {
-    const Rates rates = run_once(m, kv, pool, base, test, settings, fo);
-    r.samples_ts.push_back(rates.wall_ts);
-    r.samples_ns.push_back(rates.wall_ns);
-    r.samples_cpu_ts.push_back(rates.cpu_ts);
+    t.start();
+    while (t.step()) {
+    }
+    t.finish();
   }
-  return r;
+  return t.result();
+}
+
+std::vector<BenchResult> run_bench_tests_interleaved(const model::Model& m, ThreadPool& pool,
+                                                     const std::vector<BenchTest>& tests,
+                                                     const BenchSettings& settings) {
+  std::vector<std::unique_ptr<PreparedTest>> prepared;
+  for (const BenchTest& t : tests) prepared.push_back(std::make_unique<PreparedTest>(m, pool, t, settings));
+  for (int i = 0; i < settings.reps; ++i) {
+    for (auto& t : prepared) t->start();
+    for (bool more = true; more;) {  // a forward of each test in turn
+      more = false;
+      for (auto& t : prepared) more = t->step() || more;
+    }
+    for (auto& t : prepared) t->finish();
+  }
+  std::vector<BenchResult> results;
+  for (const auto& t : prepared) results.push_back(t->result());
+  return results;
 }
 
 }  // namespace keel::cli

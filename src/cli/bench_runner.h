@@ -60,4 +60,14 @@ struct BenchResult {
 BenchResult run_bench_test(const model::Model& m, ThreadPool& pool, const BenchTest& test,
                            const BenchSettings& settings);
 
+// Every test of `tests` prepared (depth prefix, warm-up) first, then the repetitions taken
+// together, forward by forward: repetition i of every test runs its first forward (a prompt
+// chunk or a generation step), then its second, and so on, each timed alone. A slow spell
+// of a shared machine then lands on all tests alike, so ratios between them (depth 4096
+// against depth 0, 8 streams against 1) hold where back-to-back runs drift by more than the
+// ratio's own change. Results in the order of `tests`. Holds every test's cache at once.
+std::vector<BenchResult> run_bench_tests_interleaved(const model::Model& m, ThreadPool& pool,
+                                                     const std::vector<BenchTest>& tests,
+                                                     const BenchSettings& settings);
+
 }  // namespace keel::cli

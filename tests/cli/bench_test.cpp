@@ -107,6 +107,22 @@ TEST(BenchCommand, DepthAndParallelGiveTheirOwnRows) {
   }
 }
 
+// --interleave takes the repetitions in turns; the rows are the ones a plain run prints, in
+// the same order, each with its own samples.
+TEST(BenchCommand, InterleavedRepetitionsGiveThePlainRows) {
+  const std::string args = "-p 8 -n 3 -d 0,20 --parallel 1,2 -r 2 -ctk q8_0 -ctv q8_0";
+  const nlohmann::json plain = json_rows(args);
+  const nlohmann::json turns = json_rows(args + " --interleave");
+  ASSERT_EQ(plain.size(), 6u) << plain.dump();
+  ASSERT_EQ(turns.size(), plain.size()) << turns.dump();
+  for (size_t i = 0; i < turns.size(); ++i) {
+    expect_rate_row(turns[i], 2);
+    for (const char* key : {"test", "n_prompt", "n_gen", "n_depth", "n_parallel", "type_k", "n_threads"}) {
+      EXPECT_EQ(turns[i][key], plain[i][key]) << key << " of row " << i;
+    }
+  }
+}
+
 // -pg times a prompt and its generation together; -t takes a list (one set of rows per
 // count, one load); -ub cuts prompts and depth prefixes into forwards of that many tokens.
 TEST(BenchCommand, PromptGenerationPairsThreadListsAndMicroBatches) {
@@ -257,7 +273,7 @@ TEST(BenchCommand, BadFlagsExitNonzeroWithoutCrashing) {
                                   bin + m + " -p -5 -n 0 -r 1", bin + m + " -p 0 -n -1 -r 1", bin + m + " -p 0 -n 0",
                                   bin + m + " -t 100000 -p 4 -n 0", bin + m + " -p 0 -n 2 --parallel 1,0 -r 1",
                                   bin + m + " -pg 8 -r 1", bin + m + " -pg 8,-2 -r 1", bin + m + " -ub 0 -r 1",
-                                  bin + m + " -t 2,0 -p 4 -n 0"}) {
+                                  bin + m + " -t 2,0 -p 4 -n 0", bin + m + " -p 0 -n 2 -r 1 --interleave --with-bounds"}) {
     const CommandResult r = run_command(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(r.signal, 0) << args << "\n" << r.err;
