@@ -91,14 +91,7 @@ namespace {
 class PreparedTest {
  public:
   PreparedTest(const model::Model& m, ThreadPool& pool, const BenchTest& test, const BenchSettings& settings)
-      : m_(m), pool_(pool), settings_(settings), kv_(m.kv_layout(), cache_options(test, settings)) {
-    if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0 || test.n_depth < 0 ||
-        test.n_parallel < 1 || (test.n_prompt > 0 && test.n_parallel != 1) || settings.reps < 1 ||
-        settings.n_ubatch < 1) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "bench: a test has a prompt, a generation or both, depth >= 0, parallel >= 1 (1 with a prompt), "
-                  "reps >= 1 and ubatch >= 1");
-    }
+      : m_(m), pool_(pool), settings_(settings), kv_(m.kv_layout(), cache_options(checked(test, settings), settings)) {
     result_.test = test;
     fo_.flash_attention = settings.flash_attention;
     if (test.n_depth > 0) {
@@ -157,6 +150,18 @@ class PreparedTest {
   const BenchResult& result() const { return result_; }
 
  private:
+  // `test` when it is one run_bench_test() takes; throws before its cache is sized otherwise.
+  static const BenchTest& checked(const BenchTest& test, const BenchSettings& settings) {
+    if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0 || test.n_depth < 0 ||
+        test.n_parallel < 1 || (test.n_prompt > 0 && test.n_parallel != 1) || settings.reps < 1 ||
+        settings.n_ubatch < 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "bench: a test has a prompt, a generation or both, depth >= 0, parallel >= 1 (1 with a prompt), "
+                  "reps >= 1 and ubatch >= 1");
+    }
+    return test;
+  }
+
   void release() {
     for (kv::SeqId s : seqs_) kv_.release(s);
     seqs_.clear();
