@@ -167,6 +167,9 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V in L2
   b->Args({int64_t(DType::kQ8_0), 1, 65536, 2, int(FlashIsa::kAvx512), 1, 0, 1});  // K/V beyond L3 (36 MB)
   b->Args({int64_t(DType::kF16), 64, 512, 1, int(FlashIsa::kTwin), 1, 0, 1});  // the scalar twin
+  // A 512-token prompt chunk at depth 4096 (pp512 @ d4096), both KV types the targets name.
+  b->Args({int64_t(DType::kF16), 512, 4096 + 512, 2, int(FlashIsa::kAvx512), 1, 0, 1});
+  b->Args({int64_t(DType::kQ8_0), 512, 4096 + 512, 2, int(FlashIsa::kAvx512), 1, 0, 1});
   // q8_0 K/V in rows (the layout before tiles), beside the cache's layout above.
   b->Args({int64_t(DType::kQ8_0), 1, 4096, 2, int(FlashIsa::kAvx512), 22, 0, 0});
   b->Args({int64_t(DType::kQ8_0), 1, 1024, 1, int(FlashIsa::kAvx512), 1, 0, 0});

@@ -286,6 +286,41 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
       count_empty(params.flash ? detail::attend_flash(t, params) : detail::attend_plain(t, params), kvh);
     }
   };
+  // Prefill rows whose K the AVX-512 kernel can read element-major: blocks of up to
+  // kRowBlock consecutive rows of one view share each segment's widened copy, a block and a
+  // kv head to a task (attend_flash_rows; the same bits as one row at a time). A block of
+  // fewer than kMinBlock rows (decode rows of a mixed batch) would not repay the copy: its
+  // rows run alone.
+  constexpr int64_t kRowBlock = 32, kMinBlock = 4;
+  thread_local std::vector<int64_t> blocks_buf;  // first row of each block, then n_q
+  std::vector<int64_t>& blocks = blocks_buf;
+  blocks.clear();
+  if (params.flash && n_q >= kMinBlock && detail::flash_rows_pay(v0)) {
+    bool any_block = false;
+    for (int64_t r = 0; r <= n_q; ++r) {
+      const bool starts = blocks.empty() || r == n_q || r - blocks.back() == kRowBlock || views[r] != views[blocks.back()];
+      if (!starts) continue;
+      if (!blocks.empty() && r - blocks.back() >= kMinBlock) any_block = true;
+      blocks.push_back(r);
+    }
+    if (!any_block) blocks.clear();
+  }
+  auto run_blocks = [&](int64_t begin, int64_t end) {
+    thread_local std::vector<detail::HeadGroupTask> tasks;
+    bool had[kRowBlock];
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / n_kv, kvh = i % n_kv;
+      tasks.clear();
+      for (int64_t r = blocks[b]; r < blocks[b + 1]; ++r)
+        if (!ranges[r].empty()) tasks.push_back(task(r, kvh));
+      if (blocks[b + 1] - blocks[b] >= kMinBlock) {
+        detail::attend_flash_rows(tasks.data(), static_cast<int64_t>(tasks.size()), params, had);
+        for (size_t k = 0; k < tasks.size(); ++k) count_empty(had[k], kvh);
+      } else {
+        for (const detail::HeadGroupTask& t : tasks) count_empty(detail::attend_flash(t, params), kvh);
+      }
+    }
+  };
   // Small jobs run inline (waking workers costs more); where work runs never changes its
   // order, so results are unaffected.
   int64_t work = 0;
@@ -293,7 +328,12 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
     if (!ranges[r].empty()) work += (ranges[r].hi - ranges[r].lo + 1) * params.n_head * (dk + dv);
   }
   const int64_t n_tasks = n_q * n_kv;
-  if (pool == nullptr || pool->size() <= 1 || n_tasks == 1 || work < (1 << 14)) {
+  const int64_t n_block_tasks = blocks.empty() ? 0 : (static_cast<int64_t>(blocks.size()) - 1) * n_kv;
+  if (n_block_tasks > 0 && (pool == nullptr || pool->size() <= 1 || work < (1 << 14))) {
+    run_blocks(0, n_block_tasks);
+  } else if (n_block_tasks > 0) {
+    pool->parallel_for(n_block_tasks, 1, run_blocks);
+  } else if (pool == nullptr || pool->size() <= 1 || n_tasks == 1 || work < (1 << 14)) {
     run(0, n_tasks);
   } else if (params.flash && n_tasks < 4 * pool->size()) {
     attend_flash_split(views, ranges, n_kv, params, task, count_empty, *pool);

@@ -145,8 +145,10 @@ bool page_held(const kv::KvLayerView& v, size_t page) {
 // single task prefetches its head's slice of each next page; several tasks (a decode unit:
 // all kv heads) rely on the caller's flash_prefetch of the whole range, issued a unit ahead
 // in installments, one per task.
+// `k_major` (may be null): the segment's K rows element-major (FlashPage::k_major), for
+// every page of the tile.
 bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t lo,
-               int64_t hi, const StateView* st, KvPrefetch* next) {
+               int64_t hi, const StateView* st, KvPrefetch* next, const float* k_major) {
   const kv::KvLayerView& v = *tasks[0].view;
   const FlashIsa isa = flash_isa_override();
   static const FlashTileFn best = flash_tile_fn(FlashIsa::kAuto);
@@ -213,6 +215,7 @@ bool run_tiles(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, 
       fp.offset = page_lo - tile_lo;
       fp.j0 = std::max(page_lo, lo) - page_lo;
       fp.j1 = std::min(page_lo + pt - 1, hi) - page_lo + 1;
+      if (k_major) fp.k_major = k_major + fp.offset * dk;
       if (widen_k) widen_rows(fp.k_type, fp.k, fp.k_stride, fp.j0, fp.j1, dk, s.wk.data() + n_pages * pt * dk);
       if (widen_v) widen_rows(fp.v_type, fp.v, fp.v_stride, fp.j0, fp.j1, dv, s.wv.data() + n_pages * pt * dv);
       ++n_pages;
@@ -314,8 +317,10 @@ size_t flash_partial_floats(int64_t group, int64_t dv) {
   return static_cast<size_t>(group * (17 + pad16(dv)));
 }
 
-bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p,
-                   int64_t seg_lo, float* const* partials, KvPrefetch* next) {
+namespace {
+
+bool partial_of_segment(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, int64_t seg_lo,
+                        float* const* partials, KvPrefetch* next, const float* k_major) {
   thread_local std::vector<StateView> st;
   st.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -326,18 +331,151 @@ bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams&
   }
   const HeadGroupTask& t = tasks[0];
   const int64_t span = flash_segment_span(*t.view);
-  const bool any = run_tiles(tasks, n, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi), st.data(), next);
+  const bool any = run_tiles(tasks, n, p, std::max(seg_lo, t.keys.lo), std::min(seg_lo + span - 1, t.keys.hi),
+                             st.data(), next, k_major);
   if (next) next->issue_until(1, 1);  // whatever a short segment left
   return any;
 }
 
+// Whether the fold uses the AVX-512 combine (the same bits as flash_combine).
+bool simd_combine() { return flash_tile_fn(flash_isa_override()) == flash_tile_avx512; }
+
+// State a ← the fold of state b into a (attention_flash.h), for g_n heads.
+void fold_state(float* a, const float* b, int64_t g_n, int64_t dv, bool simd) {
+  const int64_t dv16 = pad16(dv);
+  StateView sa = state_view(a, g_n);
+  const StateView sb = state_view(const_cast<float*>(b), g_n);
+  if (simd) {
+    flash_combine_heads_avx512(sa.m, sa.l, sa.acc, sb.m, sb.l, sb.acc, g_n, dv16);
+    return;
+  }
+  for (int64_t g = 0; g < g_n; ++g)
+    flash_combine(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sb.m[g], sb.l + 16 * g, sb.acc + dv16 * g, dv);
+}
+
+// t.out ← the normalised result of state a (with the heads' sinks).
+void finish_state(const HeadGroupTask& t, const AttentionParams& p, float* a) {
+  const int64_t g_n = t.group, dv = t.view->head_dim_v, dv16 = pad16(dv);
+  const StateView sa = state_view(a, g_n);
+  for (int64_t g = 0; g < g_n; ++g) {
+    const float* sink = p.sinks ? &p.sinks[t.first_head + g] : nullptr;
+    flash_finish(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sink, dv, t.out + g * dv);
+  }
+}
+
+// Rows [r_lo, r_hi] of segment seg_lo of kv head kvh, widened and stored element-major per
+// 16 rows into out ([span][dk], FlashPage::k_major's layout from the segment's first row);
+// the other rows of a group they touch are zero (their scores are never kept).
+void make_k_major(const kv::KvLayerView& v, int64_t kvh, int64_t seg_lo, int64_t r_lo, int64_t r_hi,
+                  float* out) {
+  const int64_t dk = v.head_dim_k;
+  thread_local std::vector<float> rows;  // [16][dk]
+  rows.resize(static_cast<size_t>(16 * dk));
+  for (int64_t g = (r_lo - seg_lo) / 16 * 16; seg_lo + g <= r_hi; g += 16) {
+    for (int64_t jj = 0; jj < 16; ++jj) {
+      const int64_t pos = seg_lo + g + jj;
+      const size_t page = static_cast<size_t>(pos / v.page_tokens);
+      float* dst = rows.data() + jj * dk;
+      if (pos < r_lo || pos > r_hi || !page_held(v, page)) {
+        std::fill(dst, dst + dk, 0.0f);
+        continue;
+      }
+      const uint8_t* src = v.k_pages[page] + static_cast<size_t>(kvh) * v.k_head_bytes +
+                           static_cast<size_t>(pos % v.page_tokens) * v.k_token_stride;
+      widen_row(v.k_type, src, dst, dk);
+    }
+    float* blk = out + g * dk;
+    for (int64_t e = 0; e < dk; ++e)
+      for (int64_t jj = 0; jj < 16; ++jj) blk[16 * e + jj] = rows[static_cast<size_t>(jj * dk + e)];
+  }
+}
+
+}  // namespace
+
+bool flash_partial(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p,
+                   int64_t seg_lo, float* const* partials, KvPrefetch* next) {
+  return partial_of_segment(tasks, n, p, seg_lo, partials, next, nullptr);
+}
+
+bool flash_rows_pay(const kv::KvLayerView& v) {
+  if (v.k_tiles || v.head_dim_k % 16 != 0 || v.page_tokens % 16 != 0) return false;
+  if (v.k_type != tensor::DType::kF32 && v.k_type != tensor::DType::kF16 && v.k_type != tensor::DType::kBF16) {
+    return false;
+  }
+  return flash_tile_fn(flash_isa_override()) == flash_tile_avx512;
+}
+
+void attend_flash_rows(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, bool* had) {
+  if (n <= 0) return;
+  const kv::KvLayerView& v = *tasks[0].view;
+  const int64_t span = flash_segment_span(v), dk = v.head_dim_k;
+  const int64_t g_n = tasks[0].group, dv = v.head_dim_v;
+  const size_t pf = flash_partial_floats(g_n, dv);
+  const bool major = flash_rows_pay(v);
+  thread_local std::vector<PreparedQuery> queries;
+  thread_local std::vector<HeadGroupTask> ts;
+  thread_local std::vector<float> states, part, k_major;
+  thread_local std::vector<char> has;
+  if (queries.size() < static_cast<size_t>(n)) queries.resize(static_cast<size_t>(n));
+  ts.assign(tasks, tasks + n);
+  states.resize(static_cast<size_t>(n) * pf);
+  part.resize(pf);
+  has.assign(static_cast<size_t>(n), 0);
+  if (major) k_major.resize(static_cast<size_t>(span * dk));
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (ts[i].keys.empty()) continue;
+    if (!ts[i].prepared) {
+      prepare_query(ts[i], queries[i]);
+      ts[i].prepared = &queries[i];
+    }
+    lo = std::min(lo, ts[i].keys.lo);
+    hi = std::max(hi, ts[i].keys.hi);
+  }
+  const bool simd = simd_combine();
+  for (int64_t seg_lo = hi < 0 ? 0 : lo / span * span; seg_lo <= hi; seg_lo += span) {
+    const int64_t seg_hi = seg_lo + span - 1;
+    if (major) {
+      int64_t r_lo = std::numeric_limits<int64_t>::max(), r_hi = -1;  // rows some task sees
+      for (int64_t i = 0; i < n; ++i) {
+        const KeyRange& kr = ts[i].keys;
+        if (kr.empty() || kr.hi < seg_lo || kr.lo > seg_hi) continue;
+        r_lo = std::min(r_lo, std::max(kr.lo, seg_lo));
+        r_hi = std::max(r_hi, std::min(kr.hi, seg_hi));
+      }
+      if (r_hi < 0) continue;
+      make_k_major(v, ts[0].kvh, seg_lo, r_lo, r_hi, k_major.data());
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const KeyRange& kr = ts[i].keys;
+      if (kr.empty() || kr.hi < seg_lo || kr.lo > seg_hi) continue;
+      float* state = states.data() + static_cast<size_t>(i) * pf;
+      float* dst = has[i] ? part.data() : state;
+      if (!partial_of_segment(&ts[i], 1, p, seg_lo, &dst, nullptr, major ? k_major.data() : nullptr)) continue;
+      if (has[i]) {
+        fold_state(state, part.data(), g_n, dv, simd);
+      } else {
+        has[i] = 1;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    had[i] = has[i] != 0;
+    if (had[i]) {
+      finish_state(ts[i], p, states.data() + static_cast<size_t>(i) * pf);
+    } else if (!ts[i].keys.empty()) {
+      std::memset(ts[i].out, 0, sizeof(float) * static_cast<size_t>(g_n * dv));
+    }
+  }
+}
+
 bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* partials,
                        const char* held, int64_t n) {
-  const int64_t g_n = t.group, dv = t.view->head_dim_v, dv16 = pad16(dv);
+  const int64_t g_n = t.group, dv = t.view->head_dim_v;
   const size_t pf = flash_partial_floats(g_n, dv);
   // The fold runs on one thread after a decode step's parallel part: its exponentials and
   // scalings go 16 lanes at a time where the AVX-512 tile kernel runs (the same bits).
-  const bool simd_combine = flash_tile_fn(flash_isa_override()) == flash_tile_avx512;
+  const bool simd = simd_combine();
   float* a = nullptr;  // the running state: the first held segment, folded in place
   for (int64_t i = 0; i < n; ++i) {
     if (!held[i]) continue;
@@ -346,23 +484,13 @@ bool flash_fold_finish(const HeadGroupTask& t, const AttentionParams& p, float* 
       a = b;
       continue;
     }
-    const StateView sa = state_view(a, g_n), sb = state_view(b, g_n);
-    if (simd_combine) {
-      flash_combine_heads_avx512(sa.m, sa.l, sa.acc, sb.m, sb.l, sb.acc, g_n, dv16);
-      continue;
-    }
-    for (int64_t g = 0; g < g_n; ++g)
-      flash_combine(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sb.m[g], sb.l + 16 * g, sb.acc + dv16 * g, dv);
+    fold_state(a, b, g_n, dv, simd);
   }
   if (!a) {
     std::memset(t.out, 0, sizeof(float) * static_cast<size_t>(g_n * dv));
     return false;
   }
-  const StateView sa = state_view(a, g_n);
-  for (int64_t g = 0; g < g_n; ++g) {
-    const float* sink = p.sinks ? &p.sinks[t.first_head + g] : nullptr;
-    flash_finish(sa.m[g], sa.l + 16 * g, sa.acc + dv16 * g, sink, dv, t.out + g * dv);
-  }
+  finish_state(t, p, a);
   return true;
 }
 

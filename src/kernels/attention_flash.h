@@ -92,6 +92,13 @@ struct FlashPage {
   const uint8_t* next_v = nullptr;
   size_t next_k_bytes = 0, next_v_bytes = 0;
   int64_t n_next = 0;
+  // The same K rows widened to f32 and stored element-major per 16 rows (dk a multiple of
+  // 16): row j's element e at k_major[(j / 16) · 16 · dk + 16 · e + j % 16]. The driver
+  // makes it once per segment when many query rows share the segment (prefill), so a kernel
+  // can keep 16 keys in the lanes and sum the definition's partial sums with vertical adds.
+  // Only the AVX-512 kernel reads it (the others read k; the values are the same); nullptr:
+  // none.
+  const float* k_major = nullptr;
 };
 
 // A tile: its held pages in ascending order (their visible rows disjoint, inside [0, span)),

@@ -119,6 +119,19 @@ inline void prefetch_row(const uint8_t* rows, size_t stride, size_t bytes, int64
 
 inline __mmask16 lanes_below(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
+// Step 2 for the 16 keys of group g0: s_j of the visible lanes [lo, hi) from their dots,
+// into out[0, 16) (the group's scores of one head).
+inline void store_scores(const FlashShape& sh, __m512 dot, int64_t lo, int64_t hi, float* out) {
+  if (sh.softcap > 0.0f) {
+    alignas(64) float tmp[16];
+    _mm512_store_ps(tmp, dot);
+    for (int64_t j = lo; j < hi; ++j) out[j] = flash_score(tmp[j], sh);
+  } else {
+    const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
+    _mm512_mask_storeu_ps(out, visible, _mm512_mul_ps(dot, _mm512_set1_ps(sh.scale)));
+  }
+}
+
 // Step 1–2 for NB heads, float K (f32 / f16 / bf16): scores s[h * sp + j] for the visible j
 // of the tile (the caller pre-filled −inf). `zero_row` stands in for the invisible partner of a key pair.
 template <DType KT, int NB>
@@ -166,18 +179,77 @@ void scores_block(const FlashShape& sh, const FlashPage& t, const float* const* 
       for (int h = 0; h < NB; ++h) tb[h][p] = level1(a0[h], a1[h]);
     }
     const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
-    const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
-    for (int h = 0; h < NB; ++h) {
-      __m512 d = levels234(tb[h]);
-      float* out = s + h * sp + g0;
-      if (sh.softcap > 0.0f) {
-        alignas(64) float tmp[16];
-        _mm512_store_ps(tmp, d);
-        for (int64_t j = lo; j < hi; ++j) out[j] = flash_score(tmp[j], sh);
+    for (int h = 0; h < NB; ++h) store_scores(sh, levels234(tb[h]), lo, hi, s + h * sp + g0);
+  }
+}
+
+// Steps 1–2 for NB heads from K widened element-major (FlashPage::k_major): 16 keys in the
+// lanes, so the definition's partial sums a[l] of 16 keys are one register each and tree16
+// is vertical adds (t[l] = a[l] + a[l + 8], then the tree of levels234 on whole registers),
+// about half the work of scores_block, whose sums lie across lanes. NC = dk / 16 when the
+// K registers of one l fit (their loads are then shared by the NB heads), 0 for any dk.
+template <int NB, int NC>
+void scores_major(const FlashShape& sh, const FlashPage& t, const float* const* q, float* s, int64_t sp) {
+  const int64_t dk = sh.dk, nc = NC > 0 ? NC : dk / 16;
+  for (int64_t g0 = t.j0 / 16 * 16; g0 < t.j1; g0 += 16) {
+    const float* kg = t.k_major + g0 * dk;  // element e of the 16 keys at kg + 16 e
+    alignas(64) float tl[NB][8][16];        // t[l] of each head, keys in the lanes
+    for (int l = 0; l < 8; ++l) {
+      if constexpr (NC > 0) {
+        __m512 ka[NC], kb[NC];
+        for (int c = 0; c < NC; ++c) {
+          ka[c] = _mm512_loadu_ps(kg + 16 * (l + 16 * c));
+          kb[c] = _mm512_loadu_ps(kg + 16 * (l + 8 + 16 * c));
+        }
+        for (int h = 0; h < NB; ++h) {
+          __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+          for (int c = 0; c < NC; ++c) a = _mm512_fmadd_ps(_mm512_set1_ps(q[h][l + 16 * c]), ka[c], a);
+          for (int c = 0; c < NC; ++c) b = _mm512_fmadd_ps(_mm512_set1_ps(q[h][l + 8 + 16 * c]), kb[c], b);
+          _mm512_store_ps(tl[h][l], _mm512_add_ps(a, b));
+        }
       } else {
-        d = _mm512_mul_ps(d, _mm512_set1_ps(sh.scale));
-        _mm512_mask_storeu_ps(out, visible, d);
+        for (int h = 0; h < NB; ++h) {
+          __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+          for (int64_t c = 0; c < nc; ++c) {
+            a = _mm512_fmadd_ps(_mm512_set1_ps(q[h][l + 16 * c]), _mm512_loadu_ps(kg + 16 * (l + 16 * c)), a);
+            b = _mm512_fmadd_ps(_mm512_set1_ps(q[h][l + 8 + 16 * c]), _mm512_loadu_ps(kg + 16 * (l + 8 + 16 * c)), b);
+          }
+          _mm512_store_ps(tl[h][l], _mm512_add_ps(a, b));
+        }
       }
+    }
+    const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
+    for (int h = 0; h < NB; ++h) {
+      auto T = [&](int l) { return _mm512_load_ps(tl[h][l]); };
+      const __m512 u0 = _mm512_add_ps(T(0), T(4)), u1 = _mm512_add_ps(T(1), T(5));
+      const __m512 u2 = _mm512_add_ps(T(2), T(6)), u3 = _mm512_add_ps(T(3), T(7));
+      store_scores(sh, _mm512_add_ps(_mm512_add_ps(u0, u2), _mm512_add_ps(u1, u3)), lo, hi, s + h * sp + g0);
+    }
+  }
+}
+
+template <int NB>
+void scores_major_nc(const FlashShape& sh, const FlashPage& t, const float* const* q, float* s, int64_t sp) {
+  switch (sh.dk) {
+    case 64: scores_major<NB, 4>(sh, t, q, s, sp); break;
+    case 128: scores_major<NB, 8>(sh, t, q, s, sp); break;
+    default: scores_major<NB, 0>(sh, t, q, s, sp); break;
+  }
+}
+
+void scores_major_all(const FlashShape& sh, const FlashPage& t, const FlashHeads& hd, float* s, int64_t sp) {
+  for (int64_t h0 = 0; h0 < hd.n; h0 += 8) {
+    const float* const* q = hd.q + h0;
+    float* sb = s + h0 * sp;
+    switch (std::min<int64_t>(8, hd.n - h0)) {
+      case 1: scores_major_nc<1>(sh, t, q, sb, sp); break;
+      case 2: scores_major_nc<2>(sh, t, q, sb, sp); break;
+      case 3: scores_major_nc<3>(sh, t, q, sb, sp); break;
+      case 4: scores_major_nc<4>(sh, t, q, sb, sp); break;
+      case 5: scores_major_nc<5>(sh, t, q, sb, sp); break;
+      case 6: scores_major_nc<6>(sh, t, q, sb, sp); break;
+      case 7: scores_major_nc<7>(sh, t, q, sb, sp); break;
+      default: scores_major_nc<8>(sh, t, q, sb, sp); break;
     }
   }
 }
@@ -331,17 +403,7 @@ void scores_q8_block(const FlashShape& sh, const FlashPage& t, const FlashHeads&
       q8_group_dots<NB>([&](int p) { return rows[p]; }, hd, h0, nb, dot);
     }
     const int64_t lo = std::max(t.j0, g0) - g0, hi = std::min(t.j1, g0 + 16) - g0;
-    const __mmask16 visible = static_cast<__mmask16>(lanes_below(hi) & ~lanes_below(lo));
-    for (int h = 0; h < NB; ++h) {
-      float* out = s + h * sp + g0;
-      if (sh.softcap > 0.0f) {
-        alignas(64) float tmp[16];
-        _mm512_store_ps(tmp, dot[h]);
-        for (int64_t j = lo; j < hi; ++j) out[j] = flash_score(tmp[j], sh);
-      } else {
-        _mm512_mask_storeu_ps(out, visible, _mm512_mul_ps(dot[h], _mm512_set1_ps(sh.scale)));
-      }
-    }
+    for (int h = 0; h < NB; ++h) store_scores(sh, dot[h], lo, hi, s + h * sp + g0);
   }
 }
 
@@ -635,6 +697,10 @@ void flash_tile_avx512(const FlashShape& sh, const FlashTile& tile, const FlashH
   for (int64_t pg = 0; pg < tile.n_pages; ++pg) {
     const FlashPage& t = tile.pages[pg];
     float* s = scores + t.offset;
+    if (t.k_major && sh.dk % 16 == 0) {
+      scores_major_all(sh, t, hd, s, sp);
+      continue;
+    }
     switch (t.k_type) {
       case DType::kF32: scores_all<DType::kF32>(sh, t, hd, s, sp, zero_row.data()); break;
       case DType::kF16: scores_all<DType::kF16>(sh, t, hd, s, sp, zero_row.data()); break;

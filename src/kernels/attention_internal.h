@@ -60,6 +60,16 @@ bool attend_flash(const HeadGroupTask& t, const AttentionParams& p);
 // flash_fold_finish()
 // folds a task's n partials (ascending seg_lo; overwritten) and fills t.out as attend_flash.
 int64_t flash_segment_span(const kv::KvLayerView& v);
+
+// attend_flash for tasks[0, n): query rows of one view and one kv head (consecutive rows of
+// a prefill batch), segment by segment, ascending. Each segment's K is widened once into
+// an element-major copy (FlashPage::k_major) that every row's tile reads, and each row's
+// segments are folded as they come (the order attend_flash folds them in). had[i]: whether
+// task i saw a held key. Same bits as attend_flash on each task.
+void attend_flash_rows(const HeadGroupTask* tasks, int64_t n, const AttentionParams& p, bool* had);
+// Whether attend_flash_rows has a faster path than attend_flash for rows of view `v` on
+// this machine (the AVX-512 kernel, f32 / f16 / bf16 K rows, head_dim_k % 16 == 0).
+bool flash_rows_pay(const kv::KvLayerView& v);
 // Asks for the token rows (every kv head, K and V) of keys [lo, hi] to be brought into L2
 // at once: a hint, for a thread's first unit (KvPrefetch paces the later ones a unit ahead;
 // a page ahead is too close to hide DRAM latency).

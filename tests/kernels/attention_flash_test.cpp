@@ -9,6 +9,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -169,6 +170,10 @@ const FlashCase kFlashCases[] = {
     {DType::kQ8_0, DType::kQ8_0, 5, 2, 32, 32, 6, 11, 0.0f, true},
     {DType::kQ8_0, DType::kQ8_0, 2, 1, 32, 32, 128, 0, 0.0f, false},
     {DType::kQ8_0, DType::kQ8_0, 3, 2, 64, 64, 17, 0, 0.0f, true},
+    // Prefill rows on element-major K (attend_flash_rows; AVX-512): dk of 8 registers with
+    // softcap and sinks, and pages of 48 (segments not a power of two) with a window.
+    {DType::kF16, DType::kF16, 4, 2, 128, 128, 16, 0, 5.0f, true},
+    {DType::kF32, DType::kF16, 3, 1, 32, 48, 48, 20, 0.0f, true},
     // Types the kernels do not read directly (widened first).
     {DType::kQ4_0, DType::kQ4_0, 4, 2, 64, 64, 32, 0, 0.0f, false},
     {DType::kQ8_0, DType::kQ5_1, 2, 2, 64, 32, 16, 9, 0.0f, true},
@@ -206,29 +211,69 @@ TEST(FlashIsa, DecodeSplitAcrossThreadsEqualsOneWalk) {
   }
 }
 
-TEST(FlashIsa, NanInQueryOrKeyAgreesWithTwin) {
-  const FlashCase c{DType::kF16, DType::kF16, 4, 2, 40, 40, 16, 0, 0.0f, true};
-  for (int where : {0, 1}) {
-    Fixture run(c, 45, 3);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    if (where == 0) {
-      run.q[5 * run.n_head * c.dk + 2 * c.dk + 7] = nan;  // row 5, head 2
-    } else {
-      std::vector<float> row(c.dk, 0.5f);
-      row[3] = nan;  // position 20, kv head 1: every later row of heads 4..7 sees it
-      const int64_t p = 20, pg = p / c.pt, t = p % c.pt;
-      tensor::quantize_row(c.kt, row.data(),
-                           run.f.k_pages[pg].data() + t * run.f.view.k_token_stride + run.f.view.k_head_bytes, c.dk);
+// Rows of several sequences in one call (a batch of prompt chunks): the AVX-512 path blocks
+// consecutive rows of one view (attend_flash_rows); every row keeps the bits it has alone.
+TEST(FlashIsa, RowsOfSeveralSequencesEqualTheirRowsAlone) {
+  const FlashCase c{DType::kF16, DType::kF16, 8, 2, 64, 64, 16, 0, 0.0f, false};
+  Fixture a(c, 75, 21), b(c, 40, 22);
+  // (sequence, row) in call order: runs of both, longer and shorter than a block of 16.
+  std::vector<std::pair<Fixture*, int64_t>> order;
+  for (int64_t r = 0; r < 20; ++r) order.push_back({&a, r});
+  for (int64_t r = 0; r < 3; ++r) order.push_back({&b, r});
+  for (int64_t r = 20; r < 75; ++r) order.push_back({&a, r});
+  for (int64_t r = 3; r < 40; ++r) order.push_back({&b, r});
+  const int64_t stride_q = a.n_head * c.dk, stride_o = a.out_stride();
+  std::vector<float> q, out(order.size() * stride_o);
+  std::vector<int64_t> pos;
+  std::vector<const kv::KvLayerView*> views;
+  for (const auto& [f, r] : order) {
+    q.insert(q.end(), f->q.begin() + r * stride_q, f->q.begin() + (r + 1) * stride_q);
+    pos.push_back(f->pos[r]);
+    views.push_back(&f->f.view);
+  }
+  ThreadPool pool(2);
+  std::vector<FlashIsa> isas = simd_isas();
+  isas.push_back(FlashIsa::kTwin);
+  for (FlashIsa isa : isas) {
+    {
+      detail::ScopedFlashIsa scoped(isa);
+      attention(q.data(), pos.data(), views.data(), static_cast<int64_t>(order.size()), a.p, out.data(), &pool);
     }
-    const auto twin = run.attend(FlashIsa::kTwin, nullptr);
-    size_t n_nan = 0;
-    for (float x : twin) n_nan += std::isnan(x);
-    EXPECT_GT(n_nan, 0u) << "NaN input must show in the output";
-    EXPECT_LT(n_nan, twin.size()) << "NaN must stay in the heads that saw it";
-    for (FlashIsa isa : simd_isas()) {
-      const auto got = run.attend(isa, nullptr);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_TRUE(same(got[i], twin[i])) << "where " << where << " element " << i;
+    for (size_t i = 0; i < order.size(); i += 5) {
+      const auto [f, r] = order[i];
+      const auto row = f->attend_row(isa, r, nullptr, false);
+      ASSERT_EQ(std::memcmp(row.data(), &out[i * stride_o], sizeof(float) * stride_o), 0)
+          << "isa " << int(isa) << " call row " << i;
+    }
+  }
+}
+
+TEST(FlashIsa, NanInQueryOrKeyAgreesWithTwin) {
+  // dk 40: K rows; dk 48 on pages of 16: element-major K on the AVX-512 prefill path.
+  for (const FlashCase& c : {FlashCase{DType::kF16, DType::kF16, 4, 2, 40, 40, 16, 0, 0.0f, true},
+                             FlashCase{DType::kF16, DType::kF16, 4, 2, 48, 48, 16, 0, 0.0f, true}}) {
+    for (int where : {0, 1}) {
+      Fixture run(c, 45, 3);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      if (where == 0) {
+        run.q[5 * run.n_head * c.dk + 2 * c.dk + 7] = nan;  // row 5, head 2
+      } else {
+        std::vector<float> row(c.dk, 0.5f);
+        row[3] = nan;  // position 20, kv head 1: every later row of heads 4..7 sees it
+        const int64_t p = 20, pg = p / c.pt, t = p % c.pt;
+        tensor::quantize_row(c.kt, row.data(),
+                             run.f.k_pages[pg].data() + t * run.f.view.k_token_stride + run.f.view.k_head_bytes, c.dk);
+      }
+      const auto twin = run.attend(FlashIsa::kTwin, nullptr);
+      size_t n_nan = 0;
+      for (float x : twin) n_nan += std::isnan(x);
+      EXPECT_GT(n_nan, 0u) << "NaN input must show in the output";
+      EXPECT_LT(n_nan, twin.size()) << "NaN must stay in the heads that saw it";
+      for (FlashIsa isa : simd_isas()) {
+        const auto got = run.attend(isa, nullptr);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_TRUE(same(got[i], twin[i])) << "dk " << c.dk << " where " << where << " element " << i;
+      }
     }
   }
 }
