@@ -369,24 +369,17 @@ void finish_state(const HeadGroupTask& t, const AttentionParams& p, float* a) {
 void make_k_major(const kv::KvLayerView& v, int64_t kvh, int64_t seg_lo, int64_t r_lo, int64_t r_hi,
                   float* out) {
   const int64_t dk = v.head_dim_k;
-  thread_local std::vector<float> rows;  // [16][dk]
-  rows.resize(static_cast<size_t>(16 * dk));
   for (int64_t g = (r_lo - seg_lo) / 16 * 16; seg_lo + g <= r_hi; g += 16) {
+    const uint8_t* rows[16];
     for (int64_t jj = 0; jj < 16; ++jj) {
       const int64_t pos = seg_lo + g + jj;
       const size_t page = static_cast<size_t>(pos / v.page_tokens);
-      float* dst = rows.data() + jj * dk;
-      if (pos < r_lo || pos > r_hi || !page_held(v, page)) {
-        std::fill(dst, dst + dk, 0.0f);
-        continue;
-      }
-      const uint8_t* src = v.k_pages[page] + static_cast<size_t>(kvh) * v.k_head_bytes +
+      rows[jj] = pos < r_lo || pos > r_hi || !page_held(v, page)
+                     ? nullptr
+                     : v.k_pages[page] + static_cast<size_t>(kvh) * v.k_head_bytes +
                            static_cast<size_t>(pos % v.page_tokens) * v.k_token_stride;
-      widen_row(v.k_type, src, dst, dk);
     }
-    float* blk = out + g * dk;
-    for (int64_t e = 0; e < dk; ++e)
-      for (int64_t jj = 0; jj < 16; ++jj) blk[16 * e + jj] = rows[static_cast<size_t>(jj * dk + e)];
+    k_major_group_avx512(v.k_type, rows, dk, out + g * dk);
   }
 }
 

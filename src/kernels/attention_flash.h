@@ -164,6 +164,10 @@ void flash_tile_avx2(const FlashShape& shape, const FlashTile& tile, const Flash
 void flash_tile_avx512(const FlashShape& shape, const FlashTile& tile, const FlashHeads& heads,
                        float* scores);
 
+// One group of 16 K rows (rows[j]: row j of `type` f32 / f16 / bf16, nullptr: zeros) widened
+// into FlashPage::k_major's layout ([dk][16]; dk a multiple of 16). AVX-512 only.
+void k_major_group_avx512(tensor::DType type, const uint8_t* const* rows, int64_t dk, float* out);
+
 // Shared pieces of the definition (scalar; the twin and the driver use them).
 float tree16_sum(const float* a);
 float tree16_max(const float* a);

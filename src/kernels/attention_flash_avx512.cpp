@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/attention_flash.h"
 #include "kernels/exp_defined.h"
 #include "tensor/blocks.h"
@@ -651,6 +652,54 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
 }
 
 }  // namespace
+
+namespace {
+
+// r[0, 16) ← its transpose (16 × 16 floats).
+inline void transpose16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h) {
+    for (int m = 0; m < 4; ++m) {
+      t[8 * h + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0x88);
+      t[8 * h + 4 + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0xDD);
+    }
+  }
+  for (int m = 0; m < 8; ++m) {
+    r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
+    r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xDD);
+  }
+}
+
+template <DType T>
+void k_major_group(const uint8_t* const* rows, int64_t dk, float* out) {
+  for (int64_t c = 0; c < dk; c += 16) {
+    __m512 r[16];
+    for (int j = 0; j < 16; ++j) r[j] = rows[j] ? load16<T>(rows[j], c) : _mm512_setzero_ps();
+    transpose16(r);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + 16 * (c + i), r[i]);
+  }
+}
+
+}  // namespace
+
+void k_major_group_avx512(DType type, const uint8_t* const* rows, int64_t dk, float* out) {
+  switch (type) {
+    case DType::kF32: k_major_group<DType::kF32>(rows, dk, out); break;
+    case DType::kF16: k_major_group<DType::kF16>(rows, dk, out); break;
+    case DType::kBF16: k_major_group<DType::kBF16>(rows, dk, out); break;
+    default: throw Error(ErrorCode::kInternal, "flash attention: element-major K of an unsupported type");
+  }
+}
 
 void flash_combine_heads_avx512(float* m_a, float* l_a, float* acc_a, const float* m_b,
                                 const float* l_b, const float* acc_b, int64_t n, int64_t dv16) {
