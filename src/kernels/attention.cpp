@@ -308,8 +308,11 @@ void attention(const float* q, const int64_t* pos, const kv::KvLayerView* const*
   auto run_blocks = [&](int64_t begin, int64_t end) {
     thread_local std::vector<detail::HeadGroupTask> tasks;
     bool had[kRowBlock];
+    const int64_t n_blocks = static_cast<int64_t>(blocks.size()) - 1;
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t b = i / n_kv, kvh = i % n_kv;
+      // Last blocks first: a prompt's later rows see more keys, and the pool hands out
+      // items in order, so the long ones start early and the short ones fill in at the end.
+      const int64_t b = n_blocks - 1 - i / n_kv, kvh = i % n_kv;
       tasks.clear();
       for (int64_t r = blocks[b]; r < blocks[b + 1]; ++r)
         if (!ranges[r].empty()) tasks.push_back(task(r, kvh));
