@@ -21,4 +21,7 @@ done
 echo "=== depth"
 # Interleaved (a step of each row in turn): the ratio, not each row alone, is the target.
 "$keel" bench -m "$dir/perf-1b-q4_0.gguf" -p 0 -n 128 -d 0,4096 -fa on -ctk q8_0 -ctv q8_0 -r 4 --interleave
+# Not a target: a prompt at depth with the default f16 K/V and with q8_0 K/V (docs/PERFORMANCE.md).
+"$keel" bench -m "$dir/perf-1b-q4_0.gguf" -p 512 -n 0 -d 4096 -fa on -r 2
+"$keel" bench -m "$dir/perf-1b-q4_0.gguf" -p 512 -n 0 -d 4096 -fa on -ctk q8_0 -ctv q8_0 -r 2
 date
