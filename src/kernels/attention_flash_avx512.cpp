@@ -651,10 +651,6 @@ void softmax_update(const FlashShape& sh, const FlashHeads& hd, float* s, int64_
   }
 }
 
-}  // namespace
-
-namespace {
-
 // r[0, 16) ← its transpose (16 × 16 floats).
 inline void transpose16(__m512* r) {
   __m512 t[16];
